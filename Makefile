@@ -1,0 +1,48 @@
+# memfs developer entry points. `make test` works on a fresh machine: it installs the
+# system packages the FUSE tests need (via apt when run as root), builds .venv, and runs
+# the suite. `make run` mounts the default store at ./memories.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+MOUNTPOINT ?= memories
+# Debian packages: fuse3 gives fusermount3 and libfuse3, libfuse2 keeps the libfuse 2
+# path testable. The script decides what is missing.
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2
+
+.PHONY: test run stop status lint bench system-deps venv clean
+
+system-deps:
+	@scripts/install-system-deps.sh $(SYSTEM_PACKAGES)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+test: system-deps $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+run: system-deps $(STAMP)
+	@$(BIN)/memfs mount $(MOUNTPOINT)
+
+stop: $(STAMP)
+	@$(BIN)/memfs umount $(MOUNTPOINT)
+
+status: $(STAMP)
+	@$(BIN)/memfs status
+
+bench: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_handler.py
+	$(BIN)/python scripts/bench_mount.py
+	$(BIN)/python scripts/bench_sync.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

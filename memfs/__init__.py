@@ -1,0 +1,28 @@
+"""memfs: Claude's memory tool as a real, shared file tree.
+
+The SDK adapter :class:`MemoryTool` is imported lazily so that ``import memfs`` (and the
+FUSE daemon) does not pay for the anthropic SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["MemoryHandler", "MemoryTool", "__version__"]
+
+if TYPE_CHECKING:
+    from memfs.handler import MemoryHandler
+    from memfs.handler.sdk import MemoryTool
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MemoryTool":
+        from memfs.handler.sdk import MemoryTool
+
+        return MemoryTool
+    if name == "MemoryHandler":
+        from memfs.handler import MemoryHandler
+
+        return MemoryHandler
+    raise AttributeError(f"module 'memfs' has no attribute {name!r}")

@@ -1,0 +1,102 @@
+"""Every exception memfs raises, in one tree.
+
+Library code raises these typed errors; only the edges turn them into something else:
+the handler into the contract's strings for the model, the FUSE operations into errno
+values, the CLI into one line for a person. Nothing below the CLI prints.
+
+    MemfsError
+    ├── PathError               a model path (or a name a person made) the gate refuses
+    ├── StoreError              anything a store refuses or cannot do
+    │   ├── NotFound            no entry at that path
+    │   ├── AlreadyExists       an entry is in the way (create, mkdir, rename)
+    │   ├── NotADirectory       a file where a directory is needed
+    │   ├── IsADirectory        a directory where a file is needed
+    │   ├── DirectoryNotEmpty   a non-recursive delete of a non-empty directory
+    │   ├── Conflict            a write's expected revision is no longer current
+    │   ├── TooLarge            a file over the configured size cap
+    │   ├── InvalidMove         a directory moved into itself, or the root moved
+    │   └── StoreUnavailable    the store cannot be opened or used
+    │       ├── CorruptStore    the file is damaged or is not a memfs store
+    │       └── UnknownScheme   no backend registered for the URL's scheme
+    ├── MountError              the daemon cannot mount, unmount or find a mount
+    ├── SyncError               the mirror cannot start or go on
+    └── AgentError              the agent loop cannot start or go on
+"""
+
+from __future__ import annotations
+
+
+class MemfsError(Exception):
+    """Base of every memfs error; its message is meant for a person or the model."""
+
+
+class PathError(MemfsError):
+    """A path or name the gate refuses; the message says why in one sentence."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreError(MemfsError):
+    """A store refused an operation or could not perform it."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NotFound(StoreError):
+    pass
+
+
+class AlreadyExists(StoreError):
+    pass
+
+
+class NotADirectory(StoreError):
+    pass
+
+
+class IsADirectory(StoreError):
+    pass
+
+
+class DirectoryNotEmpty(StoreError):
+    pass
+
+
+class Conflict(StoreError):
+    """The file changed since the caller read it (its revision moved on)."""
+
+
+class TooLarge(StoreError):
+    pass
+
+
+class InvalidMove(StoreError):
+    pass
+
+
+class StoreUnavailable(StoreError):
+    pass
+
+
+class CorruptStore(StoreUnavailable):
+    pass
+
+
+class UnknownScheme(StoreUnavailable):
+    pass
+
+
+class MountError(MemfsError):
+    pass
+
+
+class SyncError(MemfsError):
+    pass
+
+
+class AgentError(MemfsError):
+    pass

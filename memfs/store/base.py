@@ -1,0 +1,232 @@
+"""The store interface every backend implements, and the invariants it promises.
+
+A store holds one memory tree. Paths are store-relative canonical strings: ``""`` is the
+root, ``"notes/todo.md"`` a file; every name in them satisfies
+:func:`memfs.paths.name_problem` (backends check this on every mutation, so nothing a
+person makes through the mount is unreachable for the model).
+
+Invariants (the shared contract suite in ``tests/store_contract.py`` checks each one):
+
+1. **Atomic mutations.** Every mutating call is one transaction: it happens entirely or
+   not at all, and a concurrent reader (this process, another process, another host)
+   sees the tree before or after it, never in between.
+2. **Revisions.** Every write of a file's content creates a new revision with a number
+   greater than every earlier revision of any file in the store, the author, the time,
+   the size and the SHA-256. ``write(expected_rev=r)`` succeeds only while ``r`` is the
+   file's current revision (``0`` means "must not exist yet"), else raises
+   :class:`~memfs.errors.Conflict` and changes nothing: no lost updates.
+3. **No silent overwrite.** ``rename`` refuses an existing destination unless
+   ``overwrite=True`` (and then only file over file, or directory over an empty
+   directory); a directory is never moved into itself; the root is never deleted or
+   renamed.
+4. **Parents exist.** Every entry but the root has a directory as parent; ``write``,
+   ``mkdir`` and ``symlink`` raise :class:`~memfs.errors.NotFound` for a missing parent
+   unless ``parents=True``.
+5. **Change feed.** Every mutation appends one or more :class:`Change` records with a
+   strictly increasing ``seq``, committed in the same transaction as the mutation;
+   ``changes(since=s)`` returns exactly those with ``seq > s``, in order, from any
+   process. ``last_seq()`` is the highest committed ``seq``.
+6. **Symlinks are data.** A symlink is stored with its target text and never resolved by
+   the store; it exists so that tools that make them (emacs lock files, git probes) work
+   on the mount.
+
+Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
+except programming errors.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+EntryKind = Literal["file", "dir", "symlink"]
+ChangeKind = Literal["create", "modify", "delete", "rename", "mkdir", "rmdir", "attr", "symlink"]
+
+DEFAULT_FILE_MODE = 0o600
+DEFAULT_DIR_MODE = 0o700
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One node of the tree as it is now."""
+
+    path: str
+    kind: EntryKind
+    size: int
+    mode: int  # permission bits only (no file-type bits)
+    mtime_ns: int
+    ctime_ns: int
+    rev: int  # current content revision for files; the creating revision for others
+    uid: int | None = None  # None: the mount shows the mounting user
+    gid: int | None = None
+    target: str | None = None  # symlinks only
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == "dir"
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One committed version of a file's content."""
+
+    path: str
+    rev: int
+    author: str
+    time_ns: int
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One record of the change feed. ``old_path`` is set for renames."""
+
+    seq: int
+    kind: ChangeKind
+    path: str
+    author: str
+    time_ns: int
+    old_path: str | None = None
+    rev: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    files: int
+    dirs: int
+    bytes: int
+
+
+class Store(abc.ABC):
+    """A memory tree with revisions and a change feed. See the module invariants."""
+
+    url: str
+
+    # --- reading -----------------------------------------------------------------
+    @abc.abstractmethod
+    def stat(self, path: str) -> Entry:
+        """The entry at ``path``; NotFound if there is none."""
+
+    @abc.abstractmethod
+    def listdir(self, path: str) -> list[Entry]:
+        """The children of directory ``path``, sorted by name; NotADirectory for a file."""
+
+    @abc.abstractmethod
+    def read(self, path: str) -> tuple[bytes, Entry]:
+        """Content and entry of file ``path``, read in one transaction (consistent pair)."""
+
+    def walk(self, path: str = "") -> Iterator[Entry]:
+        """Every entry below ``path`` (not ``path`` itself), parents before children."""
+        for entry in self.listdir(path):
+            yield entry
+            if entry.is_dir:
+                yield from self.walk(entry.path)
+
+    # --- writing -----------------------------------------------------------------
+    @abc.abstractmethod
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        author: str,
+        expected_rev: int | None = None,
+        mode: int | None = None,
+        parents: bool = False,
+    ) -> Entry:
+        """Replace (or create) file ``path`` with ``data`` as one new revision.
+
+        ``expected_rev``: None writes unconditionally; 0 requires that no entry exists;
+        n requires that the file's current revision is n. Otherwise Conflict (or
+        AlreadyExists for 0). ``mode`` applies when the file is created. IsADirectory if
+        ``path`` is a directory; TooLarge over the store's size cap.
+        """
+
+    @abc.abstractmethod
+    def mkdir(
+        self,
+        path: str,
+        *,
+        author: str,
+        mode: int = DEFAULT_DIR_MODE,
+        parents: bool = False,
+        exist_ok: bool = False,
+    ) -> Entry:
+        """Create directory ``path``; AlreadyExists unless ``exist_ok`` and it is a dir."""
+
+    @abc.abstractmethod
+    def symlink(self, path: str, target: str, *, author: str) -> Entry:
+        """Create a symlink entry holding ``target`` (never resolved by memfs)."""
+
+    @abc.abstractmethod
+    def delete(self, path: str, *, author: str, recursive: bool = False) -> None:
+        """Delete ``path``; a non-empty directory needs ``recursive`` (else
+        DirectoryNotEmpty). The root is refused with InvalidMove."""
+
+    @abc.abstractmethod
+    def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
+        """Move ``src`` (file, symlink or whole directory) to ``dst`` atomically.
+
+        AlreadyExists if ``dst`` exists and not ``overwrite``; InvalidMove for the root
+        or a directory into itself; NotFound if ``dst``'s parent is missing.
+        """
+
+    @abc.abstractmethod
+    def set_attrs(
+        self,
+        path: str,
+        *,
+        author: str,
+        mode: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
+        mtime_ns: int | None = None,
+    ) -> Entry:
+        """Change metadata without a new content revision (records an ``attr`` change)."""
+
+    @abc.abstractmethod
+    def truncate(self, path: str, size: int, *, author: str) -> Entry:
+        """Cut or zero-extend file ``path`` to ``size`` bytes, as one new revision."""
+
+    # --- history and change feed -------------------------------------------------------
+    @abc.abstractmethod
+    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+        """Retained revisions of file ``path``, newest first."""
+
+    @abc.abstractmethod
+    def read_revision(self, path: str, rev: int) -> bytes:
+        """Content of one retained revision; NotFound if it was never kept or pruned."""
+
+    @abc.abstractmethod
+    def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
+        """Change records with ``seq > since``, oldest first."""
+
+    @abc.abstractmethod
+    def last_seq(self) -> int:
+        """The highest committed change sequence number (0 for a new store)."""
+
+    # --- housekeeping --------------------------------------------------------------------
+    @abc.abstractmethod
+    def usage(self) -> Usage:
+        """How many files and directories the tree holds and their total size."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections; further calls raise StoreUnavailable."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

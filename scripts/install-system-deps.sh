@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages memfs needs for FUSE, once. As root it uses apt; as anyone
+# else it names what is missing and how to install it, and fails.
+set -euo pipefail
+missing=()
+for pkg in "$@"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "memfs needs libfuse (packages: ${missing[*]}); install them with your package manager." >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "memfs needs these system packages: ${missing[*]}" >&2
+  echo "Install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "Installing system packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
