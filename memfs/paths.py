@@ -185,8 +185,9 @@ def parse(path: object) -> MemPath:
     rest = path[len(ROOT) + 1 :]
     if rest.endswith("/"):
         rest = rest[:-1]
-    if rest == "":
+    if path in (ROOT, ROOT + "/"):
         return ROOT_PATH
+    # "/memories//" falls through to here with rest == "": one empty segment, refused.
     parts = tuple(rest.split("/"))
     if len(parts) > MAX_DEPTH:
         raise refuse(f"it is more than {MAX_DEPTH} levels deep")
