@@ -1,0 +1,101 @@
+"""Open a store by URL: the registry of backends.
+
+``open_store("sqlite:///home/me/memory.db?history=20")`` picks the backend by the URL's
+scheme; a string without ``scheme://`` is a file path for the SQLite backend. With no
+URL, :func:`default_url` is used: ``$MEMFS_STORE`` if set, else ``memory.db`` in the
+platform's user data directory for ``memfs``.
+
+Query options (``?name=value&...``) and keyword options are handed to the backend,
+which validates them (keyword options win over the URL's). A backend is a callable
+``opener(url_without_query, options) -> Store`` registered with :func:`register`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from memfs.errors import StoreUnavailable, UnknownScheme
+from memfs.store.base import Change, Entry, Revision, Store, Usage
+
+__all__ = [
+    "Change",
+    "Entry",
+    "Opener",
+    "Revision",
+    "Store",
+    "Usage",
+    "default_url",
+    "known_schemes",
+    "open_store",
+    "register",
+]
+
+Opener = Callable[[str, Mapping[str, object]], Store]
+
+_openers: dict[str, Opener] = {}
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def register(scheme: str, opener: Opener) -> None:
+    """Make ``scheme://`` URLs open with ``opener`` (a later registration replaces)."""
+    _openers[scheme.lower()] = opener
+
+
+def known_schemes() -> list[str]:
+    return sorted(_openers)
+
+
+def default_url() -> str:
+    """``$MEMFS_STORE``, or an SQLite file in the user data directory."""
+    env = os.environ.get("MEMFS_STORE", "").strip()
+    if env:
+        return env
+    from platformdirs import user_data_dir
+
+    return "sqlite://" + str(Path(user_data_dir("memfs")) / "memory.db")
+
+
+def _split(url: str) -> tuple[str, str, dict[str, str]]:
+    match = _SCHEME.match(url)
+    if match is None:
+        # A bare path: no query parsing, a "?" is part of the file name.
+        return "sqlite", url, {}
+    base, _, query = url.partition("?")
+    options: dict[str, str] = {}
+    if query:
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+        except ValueError as e:
+            raise StoreUnavailable(f"the store URL {url!r} has a malformed query: {e}") from e
+        for name, value in pairs:
+            if name in options:
+                raise StoreUnavailable(f"the store URL {url!r} gives option {name!r} twice")
+            options[name] = value
+    return match.group(1).lower(), base, options
+
+
+def open_store(url: str | None = None, **options: object) -> Store:
+    """Open (creating if needed) the store named by ``url``; see the module docstring."""
+    url = default_url() if url is None else url
+    if not isinstance(url, str) or not url.strip():
+        raise StoreUnavailable("the store URL is empty")
+    scheme, base, query = _split(url.strip())
+    opener = _openers.get(scheme)
+    if opener is None:
+        known = ", ".join(f"{s}://" for s in known_schemes())
+        raise UnknownScheme(f"no store backend for {scheme}:// URLs (known: {known})")
+    return opener(base, {**query, **options})
+
+
+def _open_sqlite(url: str, options: Mapping[str, object]) -> Store:
+    # Imported on first use so that importing memfs.store stays cheap for the CLI.
+    from memfs.store.sqlite import open_sqlite
+
+    return open_sqlite(url, options)
+
+
+register("sqlite", _open_sqlite)

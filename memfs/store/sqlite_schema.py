@@ -1,0 +1,258 @@
+"""The SQLite store's file format: schema, migrations, and the checks made before opening.
+
+A memfs SQLite file is recognised by ``PRAGMA application_id`` (:data:`APPLICATION_ID`)
+and versioned by ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`). Opening goes in two
+steps so that a file that is not ours is never modified:
+
+1. :func:`inspect` looks at the file without writing: the first 100 bytes read as plain
+   bytes (SQLite magic, application id, schema version, page count against file size),
+   and for an SQLite file without our id a read-only connection listing its tables.
+2. :func:`prepare` opens it read-write, applies pending migrations in one
+   ``BEGIN IMMEDIATE`` transaction and switches the file to WAL.
+
+A new file is created in rollback-journal mode and switched to WAL only after the
+schema and the application id are committed, so the id is in the main file's header from
+the first commit on and step 1 can trust the raw bytes even after a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
+
+from memfs.errors import CorruptStore, StoreUnavailable
+from memfs.store.base import DEFAULT_DIR_MODE
+
+APPLICATION_ID = 0x6D656D66  # "memf"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    # Entries are keyed by their full path: stat is one index lookup, listdir one range
+    # on (parent, path), and a directory rename rewrites its subtree's paths, which is
+    # cheap for trees of thousands of entries. ``id`` is stable across renames, so a
+    # file's revisions follow it.
+    db.execute(
+        """CREATE TABLE entries (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            parent TEXT,
+            kind TEXT NOT NULL CHECK (kind IN ('file', 'dir', 'symlink')),
+            size INTEGER NOT NULL DEFAULT 0,
+            mode INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            ctime_ns INTEGER NOT NULL,
+            rev INTEGER NOT NULL,
+            uid INTEGER,
+            gid INTEGER,
+            target TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX entries_by_parent ON entries (parent, path)")
+    # The current content is the revision row named by entries.rev: one copy of each
+    # version, and reading the current content is a primary-key lookup.
+    db.execute(
+        """CREATE TABLE revisions (
+            rev INTEGER PRIMARY KEY,
+            entry_id INTEGER NOT NULL,
+            author TEXT NOT NULL,
+            time_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            content BLOB NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX revisions_by_entry ON revisions (entry_id, rev)")
+    db.execute(
+        """CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            path TEXT NOT NULL,
+            old_path TEXT,
+            author TEXT NOT NULL,
+            time_ns INTEGER NOT NULL,
+            rev INTEGER
+        )"""
+    )
+    # The store-wide revision counter (a sequence, as PostgreSQL would have it).
+    db.execute("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0)")
+    now = time.time_ns()
+    db.execute(
+        "INSERT INTO entries (path, parent, kind, size, mode, mtime_ns, ctime_ns, rev)"
+        " VALUES ('', NULL, 'dir', 0, ?, ?, ?, 0)",
+        (DEFAULT_DIR_MODE, now, now),
+    )
+
+
+# MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
+MIGRATIONS: list[Migration] = [_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+FileState = Literal["new", "empty", "ours"]
+
+
+def _advice(path: Path) -> str:
+    return f"move {path} aside or point MEMFS_STORE at another file"
+
+
+def inspect(path: Path) -> FileState:
+    """Classify the file at ``path`` without modifying it, or raise a one-line error.
+
+    ``"new"``: nothing there (or a 0-byte file); ``"empty"``: an SQLite database with no
+    tables and no application id (schema version 0); ``"ours"``: a memfs store whose
+    schema this code knows.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "new"
+    except OSError as e:
+        raise StoreUnavailable(f"cannot use the store {path}: {e.strerror}") from e
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreUnavailable(
+            f"the store path {path} is a directory; give a file path such as {path}/memory.db"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreUnavailable(f"the store path {path} is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except OSError as e:
+        raise StoreUnavailable(f"cannot read the store {path}: {e.strerror}") from e
+    if not header:
+        return "new"
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        raise CorruptStore(
+            f"{path} is not a memfs store (not an SQLite database, or damaged); {_advice(path)}"
+        )
+    app_id = int.from_bytes(header[68:72], "big", signed=True)
+    version = int.from_bytes(header[60:64], "big", signed=True)
+    if app_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise newer_version(path, version)
+        _check_length(path, header, st.st_size)
+        return "ours"
+    if app_id != 0:
+        raise CorruptStore(
+            f"{path} is an SQLite database of another application"
+            f" (application_id {app_id:#x}), not a memfs store; {_advice(path)}"
+        )
+    tables = _tables_read_only(path)
+    if tables:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise CorruptStore(
+            f"{path} is an SQLite database of another application (tables: {shown}),"
+            f" not a memfs store; {_advice(path)}"
+        )
+    return "empty"
+
+
+def newer_version(path: Path, version: int) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"the store {path} was created by a newer memfs (schema {version}, this memfs"
+        f" knows up to {SCHEMA_VERSION}); upgrade memfs to use it"
+    )
+
+
+def _check_length(path: Path, header: bytes, size: int) -> None:
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The in-header page count is only meaningful while its "valid-for" stamp matches
+    # the change counter (SQLite's own rule); it describes the main file, so a file
+    # shorter than that has lost data even if a WAL holds newer pages.
+    counter_valid = header[92:96] == header[24:28]
+    if counter_valid and pages and size < pages * page_size:
+        raise CorruptStore(
+            f"the store {path} is truncated ({size} bytes, its header says"
+            f" {pages * page_size}); restore it from a backup or {_advice(path)}"
+        )
+
+
+def _tables_read_only(path: Path) -> list[str]:
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as e:
+        raise CorruptStore(f"cannot inspect {path} ({e}); {_advice(path)}") from e
+    try:
+        rows = db.execute(
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+    except sqlite3.Error as e:
+        raise CorruptStore(f"{path} is a damaged SQLite database ({e}); {_advice(path)}") from e
+    finally:
+        db.close()
+    return [r[0] for r in rows]
+
+
+def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
+    """A read-write connection with memfs's per-connection settings."""
+    # check_same_thread=False only so close() can close every thread's connection; each
+    # connection is otherwise used by the one thread that made it.
+    db = sqlite3.connect(
+        str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    return db
+
+
+def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> None:
+    """Create or migrate the store at ``path`` so it is at :data:`SCHEMA_VERSION`, in WAL."""
+    state = inspect(path)
+    if state == "new":
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreUnavailable(f"cannot create the directory for {path}: {e}") from e
+    try:
+        db = connect(path, busy_timeout=busy_timeout, synchronous=synchronous)
+    except sqlite3.Error as e:
+        raise StoreUnavailable(f"cannot open the store {path}: {e}") from e
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise newer_version(path, version)
+        if version < SCHEMA_VERSION:
+            _migrate(db, path)
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreUnavailable(f"cannot switch the store {path} to WAL mode (got {mode})")
+    except sqlite3.DatabaseError as e:
+        raise CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}") from e
+    finally:
+        db.close()
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read inside the write lock: another process may have migrated meanwhile.
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        if version == 0 and app_id == 0:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise CorruptStore(f"{path} is not a memfs store; {_advice(path)}")
+        elif app_id != APPLICATION_ID:
+            raise CorruptStore(f"{path} is not a memfs store; {_advice(path)}")
+        if version > SCHEMA_VERSION:
+            raise newer_version(path, version)
+        for step in MIGRATIONS[version:]:
+            step(db)
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
