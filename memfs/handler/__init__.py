@@ -1,0 +1,189 @@
+"""The memory tool's six commands, executed on a real directory.
+
+:class:`MemoryHandler` is the one interface: ``execute(command)`` takes the ``input``
+of a ``memory`` tool_use block and returns a :class:`Result` (the tool_result content
+and its ``is_error`` flag). It never raises: bad input becomes an error the model can
+act on, and anything unexpected is logged and reported as an internal error.
+
+The directory can be a plain one or a memfs FUSE mount; the handler needs nothing but
+POSIX semantics from it. It never follows a symbolic link, writes atomically, and never
+loses a concurrent write (see :mod:`memfs.handler.tree`).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memfs.errors import NotADirectory, PathError
+from memfs.handler import strings
+from memfs.handler.commands import Commands, Refused, Result
+from memfs.handler.tree import DIR_MODE, Tree
+from memfs.paths import parse
+
+__all__ = ["MemoryHandler", "Result"]
+
+log = logging.getLogger(__name__)
+
+_STRING = "a string"
+_INTEGER = "an integer"
+# The fields each command reads: name, expected type as told to the model, required.
+# insert_line and view_range are checked by the command itself, which can say what
+# range would have been valid.
+_FIELDS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "view": (("path", _STRING, True), ("view_range", "", False)),
+    "create": (("path", _STRING, True), ("file_text", _STRING, True)),
+    "str_replace": (
+        ("path", _STRING, True),
+        ("old_str", _STRING, True),
+        ("new_str", _STRING, False),
+    ),
+    "insert": (
+        ("path", _STRING, True),
+        ("insert_line", _INTEGER, True),
+        ("insert_text", _STRING, True),
+    ),
+    "delete": (("path", _STRING, True),),
+    "rename": (("old_path", _STRING, True), ("new_path", _STRING, True)),
+}
+# Text that becomes file content must be encodable; paths are checked by the gate.
+_CONTENT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
+
+
+def _fields(command: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, expected, required in _FIELDS[command]:
+        value = raw.get(field)
+        if value is None:
+            if required:
+                raise Refused(strings.missing_field(command, field, expected))
+            out[field] = None
+            continue
+        if expected == _STRING and not isinstance(value, str):
+            raise Refused(strings.mistyped_field(command, field, expected, value))
+        if field in _CONTENT_FIELDS:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise Refused(strings.surrogate_in_field(command, field, exc.start)) from None
+        out[field] = value
+    return out
+
+
+def _os_reason(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    reason = exc.strerror or str(exc)
+    return f"{reason} ({name})" if name else reason
+
+
+class MemoryHandler:
+    """Executes memory tool commands on the directory ``root`` (made 0700 if missing).
+
+    ``overwrite``: whether ``create`` may replace an existing file (the contract's
+    reference behaviour refuses). ``max_file_bytes``: the largest file, in UTF-8 bytes,
+    that create, str_replace and insert will write.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        max_file_bytes: int = 100 * 1024,
+    ) -> None:
+        if type(max_file_bytes) is not int or max_file_bytes < 0:
+            raise ValueError(
+                f"max_file_bytes must be a non-negative integer, got {max_file_bytes!r}"
+            )
+        self.root = os.path.abspath(os.fspath(root))
+        if not os.path.lexists(self.root):
+            os.makedirs(os.path.dirname(self.root), exist_ok=True)
+            try:
+                os.mkdir(self.root, DIR_MODE)
+                os.chmod(self.root, DIR_MODE)  # mkdir's mode is cut by the umask
+            except FileExistsError:
+                pass
+        if not os.path.isdir(self.root):
+            raise NotADirectory(
+                f"The memory root {self.root} exists but is not a directory; "
+                "give the path of a directory (or of one to create).",
+                path=self.root,
+            )
+        self.overwrite = overwrite
+        self.max_file_bytes = max_file_bytes
+        self._tree = Tree(self.root)
+        self._commands = Commands(self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        self._dispatch: dict[str, Callable[[dict[str, Any]], Result]] = {
+            "view": lambda f: self._commands.view(f["path"], parse(f["path"]), f["view_range"]),
+            "create": lambda f: self._commands.create(f["path"], parse(f["path"]), f["file_text"]),
+            "str_replace": lambda f: self._commands.str_replace(
+                f["path"], parse(f["path"]), f["old_str"], f["new_str"] or ""
+            ),
+            "insert": lambda f: self._commands.insert(
+                f["path"], parse(f["path"]), f["insert_line"], f["insert_text"]
+            ),
+            "delete": lambda f: self._commands.delete(f["path"], parse(f["path"])),
+            "rename": lambda f: self._commands.rename(
+                f["old_path"], parse(f["old_path"]), f["new_path"], parse(f["new_path"])
+            ),
+        }
+
+    def execute(self, command: Mapping[str, Any]) -> Result:
+        """Run one memory tool command; never raises."""
+        name = "?"
+        try:
+            if not isinstance(command, Mapping):
+                return Result(strings.NOT_AN_OBJECT, True)
+            name_value = command.get("command")
+            if name_value is None:
+                return Result(strings.NO_COMMAND, True)
+            if not isinstance(name_value, str) or name_value not in _FIELDS:
+                return Result(strings.unknown_command(name_value), True)
+            name = name_value
+            return self._dispatch[name](_fields(name, command))
+        except Refused as exc:
+            return Result(exc.message, True)
+        except PathError as exc:
+            return Result(str(exc), True)
+        except OSError as exc:
+            log.warning("memory command %s failed on %s", name, self.root, exc_info=True)
+            return Result(strings.os_error(name, _os_reason(exc)), True)
+        except Exception:
+            log.exception("internal error in memory command %s on %s", name, self.root)
+            return Result(strings.internal_error(name), True)
+
+    # One method per command, for callers that have the arguments at hand.
+
+    def view(self, path: str, view_range: list[int] | None = None) -> Result:
+        cmd: dict[str, Any] = {"command": "view", "path": path}
+        if view_range is not None:
+            cmd["view_range"] = view_range
+        return self.execute(cmd)
+
+    def create(self, path: str, file_text: str) -> Result:
+        return self.execute({"command": "create", "path": path, "file_text": file_text})
+
+    def str_replace(self, path: str, old_str: str, new_str: str | None = None) -> Result:
+        cmd: dict[str, Any] = {"command": "str_replace", "path": path, "old_str": old_str}
+        if new_str is not None:
+            cmd["new_str"] = new_str
+        return self.execute(cmd)
+
+    def insert(self, path: str, insert_line: int, insert_text: str) -> Result:
+        return self.execute(
+            {
+                "command": "insert",
+                "path": path,
+                "insert_line": insert_line,
+                "insert_text": insert_text,
+            }
+        )
+
+    def delete(self, path: str) -> Result:
+        return self.execute({"command": "delete", "path": path})
+
+    def rename(self, old_path: str, new_path: str) -> Result:
+        return self.execute({"command": "rename", "old_path": old_path, "new_path": new_path})

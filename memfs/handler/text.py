@@ -1,0 +1,115 @@
+"""Pure text operations behind view, str_replace and insert (no I/O).
+
+Lines are split on ``"\\n"`` only. A final ``"\\n"`` ends the last line rather than
+starting an empty one, so ``"a\\nb\\n"`` and ``"a\\nb"`` both have 2 lines and the
+empty file has 0. A ``"\\r"`` before the ``"\\n"`` stays part of the file's bytes and is
+only hidden when a line is displayed.
+"""
+
+from __future__ import annotations
+
+from memfs.handler import strings
+
+
+def split_lines(text: str) -> list[str]:
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def shown_line(line: str) -> str:
+    return line[:-1] if line.endswith("\r") else line
+
+
+def numbered_block(lines: list[str], start: int, end: int) -> tuple[list[str], int]:
+    """Numbered display lines ``start..end`` (1-based, inclusive) under the view limit.
+
+    Returns the lines and the number of the last one included. The first line is always
+    included, even alone over the limit: view cannot page inside a line, and a memory
+    file is small enough (the size cap) that one whole line is better than none.
+    """
+    out: list[str] = []
+    used = 0
+    for n in range(start, end + 1):
+        line = strings.numbered(n, shown_line(lines[n - 1]))
+        cost = len(line) + (1 if out else 0)
+        if out and used + cost > strings.VIEW_CHAR_LIMIT:
+            return out, n - 1
+        out.append(line)
+        used += cost
+    return out, end
+
+
+def eol_of(text: str) -> str:
+    """The file's line ending, judged by its first line: ``"\\r\\n"`` or ``"\\n"``."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def insert_at(text: str, line: int, insert_text: str) -> str:
+    """``text`` with ``insert_text`` inserted after line ``line`` (0: at the beginning).
+
+    The rule, chosen to change no byte of the file beyond the inserted text and the
+    line ending it needs:
+
+    * In a CRLF file (its first line ends with ``"\\r\\n"``), every ``"\\n"`` of the
+      inserted text that is not already preceded by ``"\\r"`` becomes ``"\\r\\n"``; in
+      any other file the inserted text is kept as sent.
+    * Before an existing line, the inserted text gets the file's line ending if it does
+      not end with ``"\\n"`` already (so it never glues onto the next line).
+    * After the last line of a file that ends without a newline, the file's line ending
+      is put between the old last line and the inserted text, and nothing is added after
+      it: the file still ends the way the inserted text ends.
+    * After the last line of a file that ends with a newline (and in an empty file),
+      the inserted text gets the file's line ending if it lacks one, so the file keeps
+      ending with a newline.
+
+    An empty ``insert_text`` therefore inserts one empty line, except after the last line
+    of a file without a final newline, where it only adds that newline.
+    """
+    eol = eol_of(text)
+    if eol == "\r\n":
+        insert_text = insert_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    offset = 0
+    for _ in range(line):
+        nl = text.find("\n", offset)
+        if nl == -1:
+            offset = len(text)
+            break
+        offset = nl + 1
+    if offset < len(text):
+        piece = insert_text if insert_text.endswith("\n") else insert_text + eol
+        return text[:offset] + piece + text[offset:]
+    if text and not text.endswith("\n"):
+        return text + eol + insert_text
+    return text + (insert_text if insert_text.endswith("\n") else insert_text + eol)
+
+
+def occurrence_lines(text: str, needle: str) -> list[int]:
+    """1-based line of every start of ``needle`` in ``text``, overlapping ones included.
+
+    Each line is listed once, in order. Overlaps count because a match that overlaps
+    another is just as ambiguous to the model.
+    """
+    lines: list[int] = []
+    line = 1
+    last = 0
+    pos = text.find(needle)
+    while pos != -1:
+        line += text.count("\n", last, pos)
+        last = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        pos = text.find(needle, pos + 1)
+    return lines
+
+
+def snippet(text: str, first_line: int, last_line: int) -> str:
+    """Numbered lines from 2 before ``first_line`` to 2 after ``last_line`` (1-based)."""
+    lines = split_lines(text)
+    start = max(1, first_line - 2)
+    end = min(len(lines), last_line + 2)
+    return "\n".join(strings.numbered(n, shown_line(lines[n - 1])) for n in range(start, end + 1))

@@ -1,0 +1,412 @@
+"""Symlink-proof, atomic file operations on one directory tree, all through dir fds.
+
+Every path is walked one component at a time with ``openat(O_NOFOLLOW)`` from a fresh
+fd of the root, so no symlink is ever followed and nothing can be swapped in between a
+check and a use: each step works on the directory the previous step opened. Callers pass
+:class:`~memfs.paths.MemPath` values the gate already accepted; this module adds only
+what the file system can still do wrong (links, files where directories should be,
+concurrent writers).
+
+Writes never modify a file in place: a hidden ``.memfs-tmp-*`` file is written, fsynced
+and renamed over the target, then the directory is fsynced, so a reader sees the old or
+the new file, never half of one. Read-modify-write edits (:meth:`Tree.edit`) lock the
+target with ``flock`` (memfs processes serialise) and re-check, just before the rename,
+that nobody else (an editor that takes no lock) changed the file since it was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from memfs.errors import (
+    AlreadyExists,
+    Conflict,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    StoreError,
+    TooLarge,
+)
+from memfs.paths import MemPath
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+TEMP_PREFIX = ".memfs-tmp-"
+EDIT_TRIES = 20
+# view and edit read whole files; a file a person made can be any size, so stop early.
+READ_LIMIT = 64 * 1024 * 1024
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO someone planted must not hang the handler.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_RENAME_NOREPLACE = 1
+
+
+class SymlinkRefused(StoreError):
+    """A component of the path is a symbolic link; ``path`` is the link's model path."""
+
+
+class NotRegular(StoreError):
+    """The entry is a FIFO, socket or device: memfs handles files and directories only."""
+
+
+class TooBigToRead(TooLarge):
+    """The file is larger than memfs reads (READ_LIMIT)."""
+
+    def __init__(self, message: str, *, path: str = "", size: int = 0) -> None:
+        super().__init__(message, path=path)
+        self.size = size
+
+
+class Identity(NamedTuple):
+    """What must not change between reading a file and replacing it."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Identity:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    fn.restype = ctypes.c_int
+    return fn  # type: ignore[no-any-return]
+
+
+_renameat2 = _load_renameat2()
+
+
+def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def fsync_dir(dir_fd: int) -> None:
+    try:
+        os.fsync(dir_fd)
+    except OSError as exc:
+        # Some file systems (FUSE without fsyncdir, some network mounts) cannot; the
+        # rename is still atomic, only its durability is up to them.
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EBADF, errno.ENOTSUP):
+            raise
+
+
+def rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
+    """Rename without ever replacing ``dst``: atomic where the file system allows it.
+
+    Raises AlreadyExists if ``dst`` exists, NotFound if ``src`` does not.
+    """
+    if _renameat2 is not None:
+        rc = _renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), _RENAME_NOREPLACE)
+        if rc == 0:
+            return
+        err = ctypes.get_errno()
+        if err in (errno.EEXIST, errno.ENOTEMPTY):
+            raise AlreadyExists(dst, path=dst)
+        if err == errno.ENOENT:
+            raise NotFound(src, path=src)
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+            raise OSError(err, os.strerror(err), src)
+    # The file system cannot refuse to replace (some FUSE mounts): check, then rename.
+    # The window between the two is as small as it can be made without kernel help.
+    if lstat_at(dst_dir, dst) is not None:
+        raise AlreadyExists(dst, path=dst)
+    try:
+        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+    except FileNotFoundError as exc:
+        raise NotFound(src, path=src) from exc
+
+
+def _read_all(fd: int, limit: int) -> bytes | None:
+    """The whole file from offset 0, or None once it grows past ``limit`` bytes."""
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        offset += len(chunk)
+        if offset > limit:
+            return None
+        chunks.append(chunk)
+
+
+class Tree:
+    """Operations on the directory at ``root``; every method takes model paths."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+        # A hook for tests: called inside edit() after the new content is computed and
+        # before the re-check, to let a test change the file at exactly that moment.
+        self.before_commit: Callable[[], None] | None = None
+
+    @contextlib.contextmanager
+    def _root(self) -> Iterator[int]:
+        # Opened per operation rather than once: a FUSE mount placed on the root after
+        # the handler was built must be what the next command sees.
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _classify(self, dir_fd: int, name: str, path: MemPath, exc: OSError) -> Exception:
+        st = lstat_at(dir_fd, name)
+        if st is None:
+            return NotFound(path.model, path=path.model)
+        if stat.S_ISLNK(st.st_mode):
+            return SymlinkRefused(path.model, path=path.model)
+        if stat.S_ISDIR(st.st_mode):
+            return exc
+        return NotADirectory(path.model, path=path.model)
+
+    @contextlib.contextmanager
+    def directory(self, path: MemPath, *, create: bool = False) -> Iterator[int]:
+        """An fd of the directory at ``path``, walked without following links.
+
+        With ``create``, missing directories are made with mode 0700.
+        """
+        with self._root() as root_fd:
+            fd = os.dup(root_fd)
+            try:
+                for i, name in enumerate(path.parts):
+                    here = MemPath(path.parts[: i + 1])
+                    try:
+                        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        if not create:
+                            raise NotFound(here.model, path=here.model) from None
+                        child = self._mkdir(fd, name, here)
+                    except OSError as exc:
+                        raise self._classify(fd, name, here, exc) from None
+                    os.close(fd)
+                    fd = child
+                yield fd
+            finally:
+                os.close(fd)
+
+    def _mkdir(self, parent_fd: int, name: str, path: MemPath) -> int:
+        try:
+            os.mkdir(name, DIR_MODE, dir_fd=parent_fd)
+            made = True
+        except FileExistsError:
+            made = False  # someone made it meanwhile: use theirs
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        except OSError as exc:
+            raise self._classify(parent_fd, name, path, exc) from None
+        if made:
+            # mkdir's mode is cut by the umask; fchmod is not, and the fd is the directory
+            # just made (O_NOFOLLOW), so a swapped-in link cannot redirect it.
+            os.fchmod(fd, DIR_MODE)
+        return fd
+
+    def entry(self, dir_fd: int, path: MemPath) -> os.stat_result | None:
+        """lstat of the last component of ``path`` in ``dir_fd``; refuses a symlink."""
+        st = lstat_at(dir_fd, path.name)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise SymlinkRefused(path.model, path=path.model)
+        return st
+
+    def _open_file(self, dir_fd: int, path: MemPath) -> tuple[int, os.stat_result]:
+        try:
+            fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise NotFound(path.model, path=path.model) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise SymlinkRefused(path.model, path=path.model) from None
+            raise
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            return fd, st
+        os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectory(path.model, path=path.model)
+        raise NotRegular(path.model, path=path.model)
+
+    def read(self, dir_fd: int, path: MemPath) -> bytes:
+        fd, st = self._open_file(dir_fd, path)
+        try:
+            return self._read_fd(fd, st, path)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read_fd(fd: int, st: os.stat_result, path: MemPath) -> bytes:
+        data = _read_all(fd, READ_LIMIT) if st.st_size <= READ_LIMIT else None
+        if data is None:
+            raise TooBigToRead(path.model, path=path.model, size=st.st_size)
+        return data
+
+    def _write_temp(
+        self, dir_fd: int, data: bytes, mode: int, owner: tuple[int, int] | None
+    ) -> str:
+        name = TEMP_PREFIX + secrets.token_hex(8)
+        fd = os.open(
+            name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dir_fd,
+        )
+        try:
+            try:
+                os.fchmod(fd, mode)  # the umask must not decide a memory file's mode
+                if owner is not None and owner != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(PermissionError):
+                        os.fchown(fd, *owner)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            self._discard(dir_fd, name)
+            raise
+        return name
+
+    @staticmethod
+    def _discard(dir_fd: int, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dir_fd)
+
+    def create(self, dir_fd: int, path: MemPath, data: bytes) -> None:
+        """Write a new file at ``path``; AlreadyExists if anything is there already."""
+        tmp = self._write_temp(dir_fd, data, FILE_MODE, None)
+        try:
+            rename_noreplace(dir_fd, tmp, dir_fd, path.name)
+        except BaseException:
+            self._discard(dir_fd, tmp)
+            raise
+        fsync_dir(dir_fd)
+
+    def edit(
+        self,
+        dir_fd: int,
+        path: MemPath,
+        change: Callable[[bytes], bytes],
+        *,
+        read_old: bool = True,
+    ) -> None:
+        """Replace the file at ``path`` with ``change(old_content)`` without losing writes.
+
+        ``change`` may raise to abandon the edit; nothing is written then. If the file
+        changes under us (another writer), the edit is recomputed on the fresh content,
+        up to EDIT_TRIES times, then Conflict is raised. ``read_old=False`` (an
+        overwriting create) passes ``b""`` and skips the content re-check, but still
+        takes the lock so it never lands in the middle of another handler's edit.
+        """
+        for _ in range(EDIT_TRIES):
+            fd, st = self._open_file(dir_fd, path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                now = lstat_at(dir_fd, path.name)
+                if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    continue  # replaced while we waited for the lock
+                st = os.fstat(fd)
+                before = Identity.of(st)
+                old = self._read_fd(fd, st, path) if read_old else b""
+                new = change(old)
+                if self.before_commit is not None:
+                    self.before_commit()
+                owner = (st.st_uid, st.st_gid)
+                tmp = self._write_temp(dir_fd, new, stat.S_IMODE(st.st_mode), owner)
+                try:
+                    # An editor that takes no lock writes in place (same inode): compare
+                    # the metadata and, since timestamps can be coarse, the bytes too.
+                    now = lstat_at(dir_fd, path.name)
+                    if now is None or Identity.of(now) != before:
+                        continue
+                    if read_old and _read_all(fd, READ_LIMIT + 1) != old:
+                        continue
+                    os.rename(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                    tmp = ""
+                finally:
+                    if tmp:
+                        self._discard(dir_fd, tmp)
+                fsync_dir(dir_fd)
+                return
+            finally:
+                os.close(fd)
+        raise Conflict(path.model, path=path.model)
+
+    def remove(self, dir_fd: int, path: MemPath) -> None:
+        """Delete the file or directory (recursively) at ``path``; never follows links."""
+        st = self.entry(dir_fd, path)
+        if st is None:
+            raise NotFound(path.model, path=path.model)
+        if stat.S_ISDIR(st.st_mode):
+            _rmtree_at(dir_fd, path.name)
+        else:
+            try:
+                os.unlink(path.name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise NotFound(path.model, path=path.model) from None
+        fsync_dir(dir_fd)
+
+    def listdir(self, dir_fd: int) -> list[tuple[str, os.stat_result]]:
+        """Name and lstat of every entry, links included (the caller decides)."""
+        out = []
+        with os.scandir(dir_fd) as it:
+            for item in it:
+                try:
+                    out.append((item.name, item.stat(follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue  # deleted while listing
+        return out
+
+    @contextlib.contextmanager
+    def subdir(self, dir_fd: int, name: str) -> Iterator[int | None]:
+        """An fd of the child directory ``name``, or None if it is not one (any more)."""
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError:
+            yield None
+            return
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+
+def _rmtree_at(parent_fd: int, name: str) -> None:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except NotADirectoryError:
+        # Swapped for a file or a link since it was listed: remove the entry itself,
+        # never what a link points to.
+        os.unlink(name, dir_fd=parent_fd)
+        return
+    try:
+        with os.scandir(fd) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        for child, is_dir in entries:
+            if is_dir:
+                _rmtree_at(fd, child)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(child, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent_fd)
