@@ -1,0 +1,1 @@
+"""Two-way sync between a plain directory and a store (API lands with the mirror)."""
