@@ -25,10 +25,16 @@ Invariants (the shared contract suite in ``tests/store_contract.py`` checks each
 5. **Change feed.** Every mutation appends one or more :class:`Change` records with a
    strictly increasing ``seq``, committed in the same transaction as the mutation;
    ``changes(since=s)`` returns exactly those with ``seq > s``, in order, from any
-   process. ``last_seq()`` is the highest committed ``seq``.
+   process. ``last_seq()`` is the highest committed ``seq``. A recursive delete appends
+   one ``delete``/``rmdir`` record per removed entry, children before their directory,
+   so a follower learns every path that vanished; a rename appends one ``rename`` record
+   (``path`` the new name, ``old_path`` the old) for the moved entry, whose whole
+   subtree moved with it, and a destination it replaced is implied, not recorded.
+   A refused mutation appends nothing.
 6. **Symlinks are data.** A symlink is stored with its target text and never resolved by
    the store; it exists so that tools that make them (emacs lock files, git probes) work
-   on the mount.
+   on the mount. ``read``, ``truncate``, ``history`` and ``read_revision`` of a symlink
+   raise NotFound; ``write`` onto one raises AlreadyExists.
 
 Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
 except programming errors.
