@@ -1,0 +1,166 @@
+"""Connections, transactions and error translation shared by the SQLite store's halves.
+
+Each thread gets its own connection (the FUSE daemon reads from several threads at once
+and WAL lets them proceed in parallel); every mutation runs in one ``BEGIN IMMEDIATE``
+transaction, so a writer holds the file's write lock before it reads what it changes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memfs.errors import (
+    CorruptStore,
+    IsADirectory,
+    NotFound,
+    StoreError,
+    StoreUnavailable,
+)
+from memfs.store import sqlite_schema as schema
+from memfs.store.base import (
+    ChangeKind,
+    Entry,
+)
+from memfs.store.sqlite_options import SqliteOptions
+
+COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
+STAT = f"SELECT {COLS} FROM entries WHERE path = ?"
+LIST = f"SELECT {COLS} FROM entries WHERE parent = ? ORDER BY path"
+READ = (
+    "SELECT e.path, e.kind, e.size, e.mode, e.mtime_ns, e.ctime_ns, e.rev, e.uid, e.gid,"
+    " e.target, r.content FROM entries e LEFT JOIN revisions r ON r.rev = e.rev"
+    " AND e.kind = 'file' WHERE e.path = ?"
+)
+LOOKUP = "SELECT id, kind, rev FROM entries WHERE path = ?"
+# Descendants of P are exactly the paths in [P + "/", P + "0"): "0" follows "/" in
+# byte order, and this range uses the primary index where LIKE would not (and LIKE
+# would treat "%" and "_" in names as wildcards).
+SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
+NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
+RECORD = (
+    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev) VALUES (?, ?, ?, ?, ?, ?)"
+)
+TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
+PRUNE = (
+    "DELETE FROM revisions WHERE entry_id = :id AND rev < (SELECT rev FROM revisions"
+    " WHERE entry_id = :id ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
+)
+
+
+def translate(e: sqlite3.Error, path: Path) -> StoreError:
+    """A typed memfs error for an SQLite failure, saying what to do about it."""
+    name = getattr(e, "sqlite_errorname", "")
+    if isinstance(e, sqlite3.ProgrammingError) and "closed" in str(e):
+        return StoreUnavailable(f"the store {path} is closed")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreUnavailable(
+            f"the store {path} is busy: another process held its write lock too long; retry"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return CorruptStore(f"the store {path} is damaged ({e}); restore it from a backup")
+    if name.startswith("SQLITE_FULL"):
+        return StoreUnavailable(f"the disk holding the store {path} is full")
+    if name.startswith("SQLITE_READONLY"):
+        return StoreUnavailable(f"the store {path} is read-only here ({e})")
+    return StoreUnavailable(f"the store {path} failed: {e}")
+
+
+def parent_of(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def need_file(entry: Entry) -> None:
+    """Refuse a directory or symlink where file content is needed."""
+    if entry.kind == "dir":
+        raise IsADirectory(f"'{entry.path}' is a directory", path=entry.path)
+    if entry.kind == "symlink":
+        raise NotFound(
+            f"'{entry.path}' is a symlink; memfs never follows symlinks", path=entry.path
+        )
+
+
+class SqliteConnections:
+    """Per-thread connections to one store file, prepared (created, migrated) at init."""
+
+    def __init__(self, path: Path, options: SqliteOptions | None = None) -> None:
+        self.path = path
+        self.options = options or SqliteOptions()
+        self._local = threading.local()
+        self._conns: dict[int, sqlite3.Connection] = {}
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        schema.prepare(
+            path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
+        )
+
+    # --- connections and transactions ----------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None or self._closed:
+            db = self._connect()
+        return db
+
+    def _connect(self) -> sqlite3.Connection:
+        with self._conns_lock:
+            if self._closed:
+                raise StoreUnavailable(f"the store {self.path} is closed")
+            # Connections of threads that ended are closed here rather than leaked: the
+            # FUSE daemon's worker threads come and go.
+            alive = {t.ident for t in threading.enumerate()}
+            for ident in [i for i in self._conns if i not in alive]:
+                self._conns.pop(ident).close()
+            try:
+                db = schema.connect(
+                    self.path,
+                    busy_timeout=self.options.busy_timeout,
+                    synchronous=self.options.synchronous,
+                )
+            except sqlite3.Error as e:
+                raise translate(e, self.path) from e
+            self._conns[threading.get_ident()] = db
+            self._local.db = db
+            return db
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException as e:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                raise translate(e, self.path) from e
+            raise
+
+    def _next_rev(self, db: sqlite3.Connection) -> int:
+        return int(db.execute(NEXT_REV).fetchone()[0])
+
+    def _record(
+        self,
+        db: sqlite3.Connection,
+        kind: ChangeKind,
+        path: str,
+        author: str,
+        now: int,
+        *,
+        old_path: str | None = None,
+        rev: int | None = None,
+    ) -> None:
+        db.execute(RECORD, (kind, path, old_path, author, now, rev))
+
+    def close(self) -> None:
+        with self._conns_lock:
+            self._closed = True
+            conns, self._conns = list(self._conns.values()), {}
+        for db in conns:
+            db.close()
