@@ -76,6 +76,8 @@ class Commands:
         try:
             with self.tree.directory(path.parent) as parent:
                 if path.is_root:
+                    if view_range is not None:
+                        raise Refused(strings.view_range_not_text(raw))
                     return _ok(self._listing(raw, parent, lstat_at(parent, ".")))
                 st = self.tree.entry(parent, path)
                 if st is None:
