@@ -1,0 +1,510 @@
+"""The contract every store backend keeps: one test per invariant of memfs.store.base.
+
+A backend's test module subclasses :class:`StoreContract` and supplies one fixture,
+``make_store``: a callable taking backend options (at least ``history`` and
+``max_file_bytes``) and returning a new, empty store that the fixture closes at the end.
+Example (tests/test_store_contract_sqlite.py)::
+
+    class TestSqliteContract(StoreContract):
+        @pytest.fixture
+        def make_store(self, tmp_path): ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from memfs.errors import (
+    AlreadyExists,
+    Conflict,
+    DirectoryNotEmpty,
+    InvalidMove,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    PathError,
+    StoreError,
+    StoreUnavailable,
+    TooLarge,
+)
+from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
+
+MakeStore = Callable[..., Store]
+A = "tester"
+
+
+def tree(store: Store) -> dict[str, tuple[str, bytes | str | None]]:
+    """A snapshot of the whole tree: path -> (kind, content or target)."""
+    snapshot: dict[str, tuple[str, bytes | str | None]] = {}
+    for entry in store.walk():
+        if entry.is_file:
+            snapshot[entry.path] = ("file", store.read(entry.path)[0])
+        elif entry.kind == "symlink":
+            snapshot[entry.path] = ("symlink", entry.target)
+        else:
+            snapshot[entry.path] = ("dir", None)
+    return snapshot
+
+
+class StoreContract:
+    @pytest.fixture
+    def make_store(self) -> MakeStore:
+        raise NotImplementedError("a backend's test module supplies make_store")
+
+    @pytest.fixture
+    def store(self, make_store: MakeStore) -> Store:
+        return make_store()
+
+    # --- a new store -----------------------------------------------------------------
+    def test_new_store_has_only_the_root(self, store: Store) -> None:
+        root = store.stat("")
+        assert root.kind == "dir" and root.path == ""
+        assert store.listdir("") == []
+        assert list(store.walk()) == []
+        assert store.last_seq() == 0 and store.changes() == []
+        usage = store.usage()
+        assert (usage.files, usage.dirs, usage.bytes) == (0, 0, 0)
+
+    # --- writing and reading -----------------------------------------------------------
+    def test_write_then_read_round_trips(self, store: Store) -> None:
+        data = bytes(range(256)) * 3
+        entry = store.write("f.bin", data, author=A)
+        assert (entry.path, entry.kind, entry.size, entry.mode) == (
+            "f.bin",
+            "file",
+            len(data),
+            DEFAULT_FILE_MODE,
+        )
+        content, again = store.read("f.bin")
+        assert content == data and again == store.stat("f.bin") and again.rev == entry.rev
+
+    def test_write_records_a_revision_with_author_size_and_sha256(self, store: Store) -> None:
+        entry = store.write("notes.md", b"hello", author="alice")
+        [revision] = store.history("notes.md")
+        assert revision.rev == entry.rev and revision.author == "alice"
+        assert revision.size == 5 and revision.sha256 == hashlib.sha256(b"hello").hexdigest()
+
+    def test_revisions_are_store_wide_monotonic(self, store: Store) -> None:
+        revs = []
+        for i in range(6):
+            revs.append(store.write(f"f{i % 3}", b"x" * i, author=A).rev)
+            revs.append(store.mkdir(f"d{i}", author=A).rev)
+        assert revs == sorted(revs) and len(set(revs)) == len(revs)
+
+    def test_mode_applies_when_the_file_is_created(self, store: Store) -> None:
+        assert store.write("x", b"", author=A, mode=0o644).mode == 0o644
+        assert store.write("x", b"1", author=A, mode=0o600).mode == 0o644
+
+    def test_write_onto_a_directory_is_refused(self, store: Store) -> None:
+        store.mkdir("d", author=A)
+        with pytest.raises(IsADirectory):
+            store.write("d", b"x", author=A)
+
+    def test_read_of_a_directory_or_missing_path_is_refused(self, store: Store) -> None:
+        store.mkdir("d", author=A)
+        with pytest.raises(IsADirectory):
+            store.read("d")
+        with pytest.raises(NotFound):
+            store.read("nope")
+        with pytest.raises(NotFound):
+            store.stat("nope")
+
+    # --- expected_rev: no lost updates -----------------------------------------------------
+    def test_expected_rev_zero_means_must_not_exist(self, store: Store) -> None:
+        store.write("f", b"one", author=A, expected_rev=0)
+        seq = store.last_seq()
+        with pytest.raises(AlreadyExists):
+            store.write("f", b"two", author=A, expected_rev=0)
+        assert store.read("f")[0] == b"one" and store.last_seq() == seq
+
+    def test_stale_expected_rev_conflicts_and_changes_nothing(self, store: Store) -> None:
+        first = store.write("f", b"one", author=A)
+        second = store.write("f", b"two", author=A, expected_rev=first.rev)
+        seq = store.last_seq()
+        with pytest.raises(Conflict):
+            store.write("f", b"lost", author=A, expected_rev=first.rev)
+        content, entry = store.read("f")
+        assert content == b"two" and entry.rev == second.rev and store.last_seq() == seq
+        assert [r.rev for r in store.history("f")] == [second.rev, first.rev]
+
+    def test_expected_rev_of_a_missing_file_conflicts(self, store: Store) -> None:
+        with pytest.raises(Conflict):
+            store.write("f", b"x", author=A, expected_rev=7)
+        with pytest.raises(NotFound):
+            store.stat("f")
+
+    def test_concurrent_read_modify_write_loses_no_update(self, store: Store) -> None:
+        store.write("counter", b"0", author=A)
+        errors: list[BaseException] = []
+
+        def bump(times: int) -> None:
+            try:
+                for _ in range(times):
+                    while True:
+                        content, entry = store.read("counter")
+                        try:
+                            store.write(
+                                "counter",
+                                b"%d" % (int(content) + 1),
+                                author=A,
+                                expected_rev=entry.rev,
+                            )
+                            break
+                        except Conflict:
+                            continue
+            except BaseException as e:  # reported below: a thread cannot fail the test
+                errors.append(e)
+
+        threads = [threading.Thread(target=bump, args=(25,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not errors and not any(t.is_alive() for t in threads)
+        assert store.read("counter")[0] == b"100"
+
+    # --- parents -------------------------------------------------------------------------
+    def test_missing_parent_is_refused_unless_parents(self, store: Store) -> None:
+        with pytest.raises(NotFound):
+            store.write("a/b/c.md", b"x", author=A)
+        with pytest.raises(NotFound):
+            store.mkdir("a/b", author=A)
+        assert store.listdir("") == []
+        store.write("a/b/c.md", b"x", author=A, parents=True)
+        assert store.stat("a").is_dir and store.stat("a/b").is_dir
+        assert store.stat("a").mode == DEFAULT_DIR_MODE
+        store.mkdir("x/y/z", author=A, parents=True)
+        assert store.stat("x/y").is_dir
+
+    def test_a_file_is_not_a_parent(self, store: Store) -> None:
+        store.write("f", b"x", author=A)
+        with pytest.raises(NotADirectory):
+            store.write("f/g", b"x", author=A, parents=True)
+        with pytest.raises(NotADirectory):
+            store.listdir("f")
+
+    def test_mkdir_existing(self, store: Store) -> None:
+        store.mkdir("d", author=A, mode=0o750)
+        with pytest.raises(AlreadyExists):
+            store.mkdir("d", author=A)
+        assert store.mkdir("d", author=A, exist_ok=True).mode == 0o750
+        store.write("f", b"", author=A)
+        with pytest.raises(AlreadyExists):
+            store.mkdir("f", author=A, exist_ok=True)
+
+    def test_listdir_is_sorted_and_walk_puts_parents_first(self, store: Store) -> None:
+        for name in ["b", "a b", "a", "A", "é", "a.x"]:
+            store.mkdir(name, author=A)
+        store.write("a/z", b"", author=A)
+        store.write("a/y/q", b"", author=A, parents=True)
+        assert [e.name for e in store.listdir("")] == sorted(["b", "a b", "a", "A", "é", "a.x"])
+        seen: set[str] = {""}
+        for entry in store.walk():
+            assert entry.path.rpartition("/")[0] in seen
+            seen.add(entry.path)
+        assert seen == {"", "b", "a b", "a", "A", "é", "a.x", "a/z", "a/y", "a/y/q"}
+        assert {e.path for e in store.walk("a")} == {"a/z", "a/y", "a/y/q"}
+
+    # --- rename ------------------------------------------------------------------------------
+    def test_rename_a_file(self, store: Store) -> None:
+        entry = store.write("old", b"data", author=A)
+        store.rename("old", "new", author=A)
+        assert store.read("new")[0] == b"data" and store.stat("new").rev == entry.rev
+        with pytest.raises(NotFound):
+            store.stat("old")
+
+    def test_rename_never_overwrites_silently(self, store: Store) -> None:
+        store.write("a", b"A", author=A)
+        store.write("b", b"B", author=A)
+        seq = store.last_seq()
+        with pytest.raises(AlreadyExists):
+            store.rename("a", "b", author=A)
+        assert tree(store) == {"a": ("file", b"A"), "b": ("file", b"B")}
+        assert store.last_seq() == seq
+        store.rename("a", "b", author=A, overwrite=True)
+        assert tree(store) == {"b": ("file", b"A")}
+
+    def test_overwrite_rules_for_directories(self, store: Store) -> None:
+        store.write("d1/f", b"1", author=A, parents=True)
+        store.write("d2/g", b"2", author=A, parents=True)
+        store.mkdir("empty", author=A)
+        store.write("file", b"f", author=A)
+        before = tree(store)
+        with pytest.raises(DirectoryNotEmpty):
+            store.rename("d1", "d2", author=A, overwrite=True)
+        with pytest.raises(IsADirectory):
+            store.rename("file", "empty", author=A, overwrite=True)
+        with pytest.raises(NotADirectory):
+            store.rename("d1", "file", author=A, overwrite=True)
+        assert tree(store) == before
+        store.rename("d1", "empty", author=A, overwrite=True)
+        assert store.read("empty/f")[0] == b"1" and "d1" not in tree(store)
+
+    def test_rename_moves_a_whole_subtree_and_only_it(self, store: Store) -> None:
+        # Siblings whose names extend "a" must not move with it (prefix and LIKE traps).
+        store.write("a/f", b"f", author=A, parents=True)
+        store.write("a/sub/g", b"g", author=A, parents=True)
+        for sibling in ["ab", "a b", "a_", "a%", "a.x", "a-"]:
+            store.write(f"{sibling}/keep", sibling.encode(), author=A, parents=True)
+        history_before = store.history("a/sub/g")
+        store.mkdir("moved", author=A)
+        store.rename("a", "moved/here", author=A)
+        snapshot = tree(store)
+        assert snapshot["moved/here/f"] == ("file", b"f")
+        assert snapshot["moved/here/sub/g"] == ("file", b"g")
+        assert not any(p == "a" or p.startswith("a/") for p in snapshot)
+        for sibling in ["ab", "a b", "a_", "a%", "a.x", "a-"]:
+            assert snapshot[f"{sibling}/keep"] == ("file", sibling.encode())
+        assert [e.name for e in store.listdir("moved/here")] == ["f", "sub"]
+        assert store.history("moved/here/sub/g") == [
+            replace(r, path="moved/here/sub/g") for r in history_before
+        ]
+
+    def test_rename_into_itself_or_of_the_root_is_refused(self, store: Store) -> None:
+        store.mkdir("d/e", author=A, parents=True)
+        before = tree(store)
+        with pytest.raises(InvalidMove):
+            store.rename("d", "d/e/d", author=A)
+        with pytest.raises(InvalidMove):
+            store.rename("", "x", author=A)
+        with pytest.raises(InvalidMove):
+            store.rename("d", "", author=A, overwrite=True)
+        assert tree(store) == before
+
+    def test_rename_needs_source_and_destination_parent(self, store: Store) -> None:
+        store.write("f", b"", author=A)
+        with pytest.raises(NotFound):
+            store.rename("missing", "g", author=A)
+        with pytest.raises(NotFound):
+            store.rename("f", "no/such/dir", author=A)
+        assert store.read("f")[0] == b""
+
+    # --- delete ------------------------------------------------------------------------------
+    def test_delete_file_and_empty_dir(self, store: Store) -> None:
+        store.write("f", b"x", author=A)
+        store.mkdir("d", author=A)
+        store.delete("f", author=A)
+        store.delete("d", author=A)
+        assert store.listdir("") == []
+        with pytest.raises(NotFound):
+            store.delete("f", author=A)
+
+    def test_recursive_delete_removes_the_subtree_and_only_it(self, store: Store) -> None:
+        store.write("d/a/b/c", b"c", author=A, parents=True)
+        store.write("d/x", b"x", author=A)
+        store.write("d-keep/y", b"y", author=A, parents=True)
+        store.write("dd", b"z", author=A)
+        with pytest.raises(DirectoryNotEmpty):
+            store.delete("d", author=A)
+        assert store.read("d/a/b/c")[0] == b"c"
+        store.delete("d", author=A, recursive=True)
+        assert tree(store) == {
+            "d-keep": ("dir", None),
+            "d-keep/y": ("file", b"y"),
+            "dd": ("file", b"z"),
+        }
+
+    def test_the_root_cannot_be_deleted(self, store: Store) -> None:
+        store.write("f", b"x", author=A)
+        with pytest.raises(InvalidMove):
+            store.delete("", author=A, recursive=True)
+        assert store.read("f")[0] == b"x"
+
+    # --- change feed ----------------------------------------------------------------------------
+    def test_change_feed_records_every_mutation_in_order(self, store: Store) -> None:
+        store.mkdir("d", author="u1")
+        e = store.write("d/f", b"1", author="u2")
+        store.write("d/f", b"2", author="u3")
+        store.set_attrs("d/f", author=A, mode=0o644)
+        store.symlink("d/l", "f", author=A)
+        store.rename("d", "e", author=A)
+        store.delete("e", author=A, recursive=True)
+        feed = store.changes()
+        assert [(c.kind, c.path, c.old_path) for c in feed] == [
+            ("mkdir", "d", None),
+            ("create", "d/f", None),
+            ("modify", "d/f", None),
+            ("attr", "d/f", None),
+            ("symlink", "d/l", None),
+            ("rename", "e", "d"),
+            ("delete", "e/l", None),
+            ("delete", "e/f", None),
+            ("rmdir", "e", None),
+        ]
+        seqs = [c.seq for c in feed]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        assert store.last_seq() == seqs[-1]
+        assert feed[1].rev == e.rev and feed[1].author == "u2"
+        assert store.changes(since=seqs[4]) == feed[5:]
+        assert store.changes(since=seqs[1], limit=2) == feed[2:4]
+        assert store.changes(since=seqs[-1]) == []
+
+    def test_refused_mutations_append_nothing(self, store: Store) -> None:
+        store.write("f", b"x", author=A)
+        store.mkdir("d/e", author=A, parents=True)
+        seq = store.last_seq()
+        attempts: list[Callable[[], object]] = [
+            lambda: store.write("f", b"y", author=A, expected_rev=0),
+            lambda: store.write("d", b"y", author=A),
+            lambda: store.write("no/f", b"y", author=A),
+            lambda: store.mkdir("d", author=A),
+            lambda: store.delete("d", author=A),
+            lambda: store.rename("f", "d", author=A),
+            lambda: store.rename("d", "d/e/x", author=A),
+            lambda: store.symlink("f", "t", author=A),
+        ]
+        for attempt in attempts:
+            with pytest.raises(StoreError):
+                attempt()
+        assert store.last_seq() == seq
+
+    # --- history and retention -------------------------------------------------------------------
+    def test_history_is_newest_first_and_readable(self, store: Store) -> None:
+        revs = [store.write("f", b"v%d" % i, author=A).rev for i in range(4)]
+        history = store.history("f")
+        assert [r.rev for r in history] == revs[::-1]
+        assert [r.rev for r in store.history("f", limit=2)] == revs[:1:-1]
+        for i, rev in enumerate(revs):
+            assert store.read_revision("f", rev) == b"v%d" % i
+        with pytest.raises(NotFound):
+            store.read_revision("f", revs[-1] + 1000)
+
+    def test_retention_keeps_current_plus_history_previous(self, make_store: MakeStore) -> None:
+        store = make_store(history=2)
+        revs = [store.write("f", b"v%d" % i, author=A).rev for i in range(6)]
+        assert [r.rev for r in store.history("f")] == revs[:2:-1]
+        assert store.read_revision("f", revs[3]) == b"v3"
+        with pytest.raises(NotFound):
+            store.read_revision("f", revs[2])
+        assert store.read("f")[0] == b"v5"
+
+    def test_history_zero_keeps_only_the_current_content(self, make_store: MakeStore) -> None:
+        store = make_store(history=0)
+        for i in range(3):
+            last = store.write("f", b"v%d" % i, author=A)
+        assert [r.rev for r in store.history("f")] == [last.rev]
+        assert store.read("f")[0] == b"v2"
+
+    def test_a_recreated_file_does_not_inherit_old_history(self, store: Store) -> None:
+        store.write("f", b"old", author=A)
+        store.delete("f", author=A)
+        new = store.write("f", b"new", author=A)
+        assert [r.rev for r in store.history("f")] == [new.rev]
+
+    # --- symlinks, attributes, truncate ---------------------------------------------------------
+    def test_symlinks_are_stored_not_resolved(self, store: Store) -> None:
+        store.write("real", b"secret", author=A)
+        entry = store.symlink("link", "../../etc/passwd", author=A)
+        assert entry.kind == "symlink" and entry.target == "../../etc/passwd"
+        assert store.stat("link").target == "../../etc/passwd"
+        store.symlink("rel", "real", author=A)
+        with pytest.raises(NotFound):
+            store.read("rel")
+        with pytest.raises(AlreadyExists):
+            store.write("rel", b"through", author=A)
+        with pytest.raises(AlreadyExists):
+            store.symlink("real", "x", author=A)
+        assert store.read("real")[0] == b"secret"
+        store.rename("rel", "rel2", author=A)
+        store.delete("rel2", author=A)
+        assert [e.name for e in store.listdir("")] == ["link", "real"]
+
+    def test_set_attrs_changes_metadata_but_not_content(self, store: Store) -> None:
+        entry = store.write("f", b"x", author=A)
+        changed = store.set_attrs("f", author=A, mode=0o640, uid=1234, gid=99, mtime_ns=10**18)
+        assert (changed.mode, changed.uid, changed.gid, changed.mtime_ns) == (
+            0o640,
+            1234,
+            99,
+            10**18,
+        )
+        assert changed.rev == entry.rev and store.read("f")[0] == b"x"
+        assert len(store.history("f")) == 1
+        partial = store.set_attrs("f", author=A, mode=0o600)
+        assert (partial.mode, partial.uid, partial.mtime_ns) == (0o600, 1234, 10**18)
+        store.mkdir("d", author=A)
+        assert store.set_attrs("d", author=A, mode=0o755).mode == 0o755
+        with pytest.raises(NotFound):
+            store.set_attrs("missing", author=A, mode=0o600)
+
+    def test_truncate_cuts_or_zero_extends_as_a_new_revision(self, store: Store) -> None:
+        first = store.write("f", b"hello world", author=A)
+        cut = store.truncate("f", 5, author=A)
+        assert store.read("f")[0] == b"hello" and cut.size == 5 and cut.rev > first.rev
+        store.truncate("f", 8, author=A)
+        assert store.read("f")[0] == b"hello\0\0\0"
+        assert store.read_revision("f", first.rev) == b"hello world"
+        store.mkdir("d", author=A)
+        with pytest.raises(IsADirectory):
+            store.truncate("d", 0, author=A)
+        with pytest.raises(NotFound):
+            store.truncate("missing", 0, author=A)
+
+    # --- usage, size cap, names, closing ---------------------------------------------------------
+    def test_usage_counts_files_dirs_and_bytes(self, store: Store) -> None:
+        store.write("a/b/f", b"12345", author=A, parents=True)
+        store.write("a/g", b"123", author=A)
+        store.symlink("a/l", "g", author=A)
+        usage = store.usage()
+        assert (usage.files, usage.dirs, usage.bytes) == (2, 2, 8)
+
+    def test_files_over_the_size_cap_are_refused(self, make_store: MakeStore) -> None:
+        store = make_store(max_file_bytes=10)
+        store.write("ok", b"x" * 10, author=A)
+        with pytest.raises(TooLarge):
+            store.write("big", b"x" * 11, author=A)
+        with pytest.raises(TooLarge):
+            store.truncate("ok", 11, author=A)
+        with pytest.raises(NotFound):
+            store.stat("big")
+        assert store.read("ok")[0] == b"x" * 10
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            "a/..",
+            "..",
+            "x/./y",
+            "bad\x00name",
+            "tab\tname",
+            ".memfs-state",
+            "nul",
+            "trail.",
+            "%2e%2e",
+            "a\\b",
+            "e\u0301",
+        ],
+    )
+    def test_names_the_gate_refuses_are_never_stored(self, store: Store, bad: str) -> None:
+        store.mkdir("ok", author=A)
+        store.write("ok/f", b"x", author=A)
+        seq, before = store.last_seq(), tree(store)
+        attempts: list[Callable[[], object]] = [
+            lambda: store.write(bad, b"x", author=A, parents=True),
+            lambda: store.write(f"ok/{bad}", b"x", author=A),
+            lambda: store.mkdir(bad, author=A, parents=True),
+            lambda: store.symlink(f"ok/{bad}", "f", author=A),
+            lambda: store.rename("ok/f", f"ok/{bad}", author=A),
+            lambda: store.rename("ok", bad, author=A),
+        ]
+        for attempt in attempts:
+            with pytest.raises(PathError):
+                attempt()
+        assert tree(store) == before and store.last_seq() == seq
+
+    def test_a_closed_store_is_unavailable(self, make_store: MakeStore) -> None:
+        store = make_store()
+        store.write("f", b"x", author=A)
+        store.close()
+        with pytest.raises(StoreUnavailable):
+            store.stat("f")
+        with pytest.raises(StoreUnavailable):
+            store.write("g", b"y", author=A)
+        with pytest.raises(StoreUnavailable):
+            store.changes()
+        store.close()  # closing twice is harmless
