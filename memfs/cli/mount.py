@@ -1,7 +1,148 @@
-"""Placeholder until this command group lands; it registers nothing."""
+"""``memfs mount``, ``memfs umount`` and ``memfs status``: the mount daemon for people."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+from memfs.errors import MemfsError
+from memfs.mount import daemon, state
+from memfs.mount.state import MountRecord
+
+
+def _fail(exc: MemfsError) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+def _note(message: str) -> None:
+    click.echo(message, err=message.startswith("Warning"))
+
+
+def _mounted_message(record: MountRecord) -> str:
+    mp = record.mountpoint
+    return (
+        f"Mounted {record.store_url} at {mp} (pid {record.pid}).\n"
+        f'Open it in an editor, grep it, or run: memfs agent --root {mp} "..."\n'
+        f"Stop with: memfs umount {mp}"
+    )
+
+
+@click.command()
+@click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
+@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@click.option("--foreground", is_flag=True, help="Serve in this process until Ctrl-C.")
+@click.option("--debug", is_flag=True, help="Log every FUSE request (to the log, or stderr).")
+def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debug: bool) -> None:
+    """Mount a memory store at MOUNTPOINT (created if missing).
+
+    MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories.
+    """
+    try:
+        if store_url is None:
+            from memfs.store import default_url
+
+            store_url = default_url()
+        target = mountpoint if mountpoint is not None else state.default_mountpoint()
+        if foreground:
+            daemon.start(
+                target,
+                store_url,
+                foreground=True,
+                debug=debug,
+                on_note=_note,
+                on_ready=lambda record: click.echo(
+                    _mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:")
+                ),
+            )
+            click.echo(f"Unmounted {state.normalize(target)}.")
+            return
+        record = daemon.start(target, store_url, debug=debug, on_note=_note)
+    except MemfsError as exc:
+        raise _fail(exc) from exc
+    click.echo(_mounted_message(record))
+
+
+@click.command()
+@click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
+def umount(mountpoint: Path | None) -> None:
+    """Unmount a memfs mount, committing buffered writes first (default: ~/memories)."""
+    target = mountpoint if mountpoint is not None else state.default_mountpoint()
+    try:
+        daemon.stop(target, on_note=_note)
+    except MemfsError as exc:
+        raise _fail(exc) from exc
+    click.echo(f"Unmounted {state.normalize(target)}.")
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _age(started: float) -> str:
+    seconds = max(0, int(time.time() - started))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"
+
+
+@click.command()
+def status() -> None:
+    """List memfs mounts: mountpoint, store, daemon, size, log."""
+    try:
+        mounts = daemon.status()
+    except MemfsError as exc:
+        raise _fail(exc) from exc
+    if not mounts:
+        click.echo("No memfs mounts.")
+        return
+    rows = [("MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG")]
+    notes = []
+    for m in mounts:
+        r = m.record
+        if m.alive:
+            state_text = "mounted" if m.mounted else "starting"
+            files = "-" if m.files is None else str(m.files)
+            if m.problem:
+                notes.append(f"{r.mountpoint}: the store cannot be read: {m.problem}")
+        else:
+            state_text = "dead"
+            files = "-"
+            notes.append(
+                f"{r.mountpoint}: its daemon (pid {r.pid}) died; "
+                + (
+                    f"recover with: memfs mount {r.mountpoint} or memfs umount {r.mountpoint}"
+                    if m.mounted
+                    else "nothing is left mounted."
+                )
+            )
+        rows.append(
+            (
+                r.mountpoint,
+                r.store_url,
+                str(r.pid),
+                state_text,
+                _age(r.started),
+                files,
+                _size(m.bytes),
+                r.log_path,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for note in notes:
+        click.echo(note)
+
+
+COMMANDS: list[click.Command] = [mount, umount, status]

@@ -1,0 +1,433 @@
+"""The mount daemon's life: check, start (in the background by default), stop, report.
+
+``start`` validates everything a person can get wrong before anything changes, recovers
+a mount left behind by a killed daemon, then runs ``python -m memfs.mount.daemon`` as a
+detached child (new session, stdin from /dev/null, output to a log in the state
+directory) and returns once the kernel shows the mount. The child tells its parent it is
+ready through a pipe; its record in :mod:`memfs.mount.state` is written by the serving
+process itself, so the record exists exactly while a daemon serves.
+
+Only :mod:`memfs.mount.fuse` touches libfuse; this module talks to the kernel through
+``/proc/self/mountinfo``, ``stat`` and ``fusermount3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memfs.errors import MemfsError, MountError
+from memfs.mount import host, state
+from memfs.mount.state import MountRecord
+
+if TYPE_CHECKING:
+    from memfs.mount.ops import MountOptions
+
+Note = Callable[[str], None]
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+_LOG_TAIL_LINES = 12
+
+# Daemons this process spawned, kept so they can be reaped (a killed child stays a zombie
+# until its parent waits for it) and so Popen does not warn about them.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class MountStatus:
+    record: MountRecord
+    alive: bool
+    mounted: bool
+    files: int | None = None
+    dirs: int | None = None
+    bytes: int | None = None
+    problem: str | None = None
+
+
+def _ignore(_: str) -> None:
+    pass
+
+
+# --- starting ------------------------------------------------------------------------
+
+
+def _check_store(store_url: str) -> str:
+    """Open the store once (so a bad URL or a corrupt file fails here, before anything
+    changes) and return its canonical URL, which no longer depends on the current
+    directory; query options are kept since the canonical form drops them."""
+    from memfs.store import open_store
+
+    store = open_store(store_url)
+    try:
+        canonical = getattr(store, "url", None) or store_url
+    finally:
+        store.close()
+    if "://" in store_url and "?" in store_url:
+        canonical += "?" + store_url.split("?", 1)[1]
+    return canonical
+
+
+def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
+    """Every check and repair before a daemon may mount ``mountpoint``; returns the
+    store's canonical URL."""
+    problem = host.fuse_problem()
+    if problem:
+        raise MountError(problem)
+    record = state.lookup(mountpoint, include_stale=True)
+    if record is not None and Path(record.mountpoint) != mountpoint:
+        record = None
+    if record is not None and record.alive:
+        raise MountError(
+            f"{mountpoint} is already mounted by memfs (pid {record.pid}, store "
+            f"{record.store_url}); unmount it first with: memfs umount {mountpoint}"
+        )
+    entry = host.mount_entry(mountpoint)
+    if entry is not None and not (record is not None or entry.is_memfs):
+        raise MountError(
+            f"{mountpoint} is already a mount point ({entry.fstype} from {entry.source}); "
+            "choose an empty directory instead."
+        )
+    if entry is not None and not host.is_dead(mountpoint):
+        raise MountError(
+            f"{mountpoint} is already mounted by a memfs daemon this state directory does "
+            f"not know; unmount it first with: memfs umount {mountpoint}"
+        )
+    if entry is None and mountpoint.exists() and not mountpoint.is_dir():
+        raise MountError(f"{mountpoint} is not a directory; choose a directory to mount on.")
+    canonical = _check_store(store_url)
+    if entry is not None:
+        host.fusermount(mountpoint, lazy=True)
+        on_note(f"Recovered a stale memfs mount at {mountpoint} (its daemon had died).")
+    if record is not None:
+        state.remove(mountpoint, pid=record.pid)
+    try:
+        mountpoint.mkdir(parents=True, exist_ok=True)
+        nonempty = any(mountpoint.iterdir())
+    except OSError as exc:
+        raise MountError(f"Cannot use {mountpoint} as a mountpoint: {exc.strerror}.") from exc
+    if nonempty:
+        raise MountError(
+            f"{mountpoint} is not empty; mount on an empty directory so no files are hidden "
+            "under the mount."
+        )
+    return canonical
+
+
+def start(
+    mountpoint: str | os.PathLike[str],
+    store_url: str,
+    *,
+    foreground: bool = False,
+    debug: bool = False,
+    options: MountOptions | None = None,
+    on_note: Note = _ignore,
+    on_ready: Callable[[MountRecord], None] | None = None,
+    timeout: float = START_TIMEOUT,
+) -> MountRecord:
+    """Mount ``store_url`` at ``mountpoint``.
+
+    In the background (default) return once the mount is up. In the foreground serve in
+    this process until unmounted or signalled, calling ``on_ready`` once it is up.
+    ``on_note`` receives things a person should be told that are not errors.
+    """
+    mp = state.normalize(mountpoint)
+    store_url = _prepare(mp, store_url, on_note)
+    if foreground:
+        return serve_here(mp, store_url, debug=debug, options=options, on_ready=on_ready)
+    return _spawn(mp, store_url, debug=debug, options=options, timeout=timeout)
+
+
+def serve_here(
+    mountpoint: Path,
+    store_url: str,
+    *,
+    debug: bool = False,
+    options: MountOptions | None = None,
+    on_ready: Callable[[MountRecord], None] | None = None,
+) -> MountRecord:
+    """Serve in this process; the record exists from readiness until the end."""
+    from memfs.mount.fuse import serve
+    from memfs.store import open_store
+
+    record = state.new_record(mountpoint, store_url, state.log_path(mountpoint))
+    store = open_store(store_url)
+
+    def ready() -> None:
+        state.write(record)
+        if on_ready is not None:
+            on_ready(record)
+
+    try:
+        serve(store, str(mountpoint), foreground=True, debug=debug, options=options, ready=ready)
+    finally:
+        state.remove(mountpoint, pid=record.pid)
+        with contextlib.suppress(MemfsError):
+            store.close()
+    return record
+
+
+def _options_json(options: MountOptions | None) -> str | None:
+    return None if options is None else json.dumps(dataclasses.asdict(options))
+
+
+def _spawn(
+    mountpoint: Path,
+    store_url: str,
+    *,
+    debug: bool,
+    options: MountOptions | None,
+    timeout: float,
+) -> MountRecord:
+    log = state.log_path(mountpoint)
+    read_fd, write_fd = os.pipe()
+    cmd = [sys.executable, "-m", "memfs.mount.daemon", "--ready-fd", str(write_fd)]
+    if debug:
+        cmd.append("--debug")
+    opts = _options_json(options)
+    if opts is not None:
+        cmd += ["--options", opts]
+    cmd += ["--", str(mountpoint), store_url]
+    with open(log, "ab") as logf:
+        offset = logf.tell()
+        logf.write(f"--- memfs daemon starting at {time.ctime()}\n".encode())
+        logf.flush()
+        try:
+            child = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        finally:
+            os.close(write_fd)
+    _children[child.pid] = child
+    try:
+        message = _read_ready(read_fd, child, timeout)
+    finally:
+        os.close(read_fd)
+    if message == "ready" and _wait(lambda: host.mount_entry(mountpoint) is not None, 2.0):
+        record = state.lookup(mountpoint)
+        if record is not None and record.pid == child.pid:
+            return record
+    _abandon(child, mountpoint)
+    if message.startswith("error "):
+        raise MountError(message[len("error ") :])
+    why = "did not come up" if message == "" else f"failed ({message})"
+    tail = _log_tail(log, offset)
+    raise MountError(
+        f"The memfs daemon for {mountpoint} {why} within {timeout:g} s; its log {log} ends:"
+        + "".join(f"\n  {line}" for line in tail)
+    )
+
+
+def _read_ready(fd: int, child: subprocess.Popen[bytes], timeout: float) -> str:
+    """The child's one-line verdict ("ready" or "error MSG"), or "" on silence/death."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return ""
+        readable, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if readable:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+        elif child.poll() is not None:
+            break
+    return data.decode("utf-8", "replace").split("\n", 1)[0].strip()
+
+
+def _abandon(child: subprocess.Popen[bytes], mountpoint: Path) -> None:
+    """Make sure a daemon that failed to start leaves nothing behind."""
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(3)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(3)
+    _children.pop(child.pid, None)
+    if host.mount_entry(mountpoint) is not None:
+        host.fusermount(mountpoint, lazy=True)
+    state.remove(mountpoint, pid=child.pid)
+
+
+def _log_tail(log: Path, offset: int) -> list[str]:
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ["(the log cannot be read)"]
+    return lines[-_LOG_TAIL_LINES:] or ["(empty)"]
+
+
+# --- stopping ------------------------------------------------------------------------
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our child (no-op otherwise)."""
+    child = _children.get(pid)
+    if child is not None:
+        if child.poll() is not None:
+            _children.pop(pid, None)
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _wait(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _gone(pid: int, mountpoint: Path) -> bool:
+    reap(pid)
+    return not state.pid_alive(pid) and host.mount_entry(mountpoint) is None
+
+
+def stop(
+    mountpoint: str | os.PathLike[str], *, timeout: float = STOP_TIMEOUT, on_note: Note = _ignore
+) -> None:
+    """Unmount ``mountpoint`` with buffered writes committed: SIGTERM the daemon and wait;
+    if it does not finish, ``fusermount3 -u``, then a lazy unmount with a warning."""
+    mp = state.normalize(mountpoint)
+    record = state.lookup(mp, include_stale=True)
+    if record is not None and Path(record.mountpoint) != mp:
+        record = None
+    entry = host.mount_entry(mp)
+    if record is None:
+        if entry is None or not entry.is_memfs:
+            raise MountError(f"{mp} is not a memfs mount; `memfs status` lists the mounts.")
+        dead = host.is_dead(mp)
+        host.fusermount(mp, lazy=dead)
+        if dead:
+            on_note(f"Removed a stale memfs mount at {mp} (its daemon had died).")
+        return
+    if not record.alive:
+        state.remove(mp, pid=record.pid)
+        if entry is not None:
+            host.fusermount(mp, lazy=True)
+            on_note(f"Removed a stale memfs mount at {mp} (its daemon had died).")
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGTERM)
+    if _wait(lambda: _gone(record.pid, mp), timeout):
+        state.remove(mp, pid=record.pid)
+        return
+    if host.mount_entry(mp) is not None:
+        try:
+            host.fusermount(mp, lazy=False)
+        except MountError:
+            host.fusermount(mp, lazy=True)
+            on_note(
+                f"Warning: {mp} was busy and has been detached lazily; it disappears when "
+                "the last process using it lets go."
+            )
+    if not _wait(lambda: _gone(record.pid, mp), timeout):
+        raise MountError(
+            f"The memfs daemon (pid {record.pid}) did not exit after unmounting {mp}; "
+            f"stop it with: kill -9 {record.pid}"
+        )
+    state.remove(mp, pid=record.pid)
+
+
+# --- reporting -----------------------------------------------------------------------
+
+
+def _usage(record: MountRecord) -> tuple[int | None, int | None, int | None, str | None]:
+    from memfs.store import open_store
+
+    try:
+        store = open_store(record.store_url)
+        try:
+            usage = store.usage()
+        finally:
+            store.close()
+    except MemfsError as exc:
+        return None, None, None, str(exc)
+    return usage.files, usage.dirs, usage.bytes, None
+
+
+def status() -> list[MountStatus]:
+    """Every mount this state directory knows, live ones first; stale records are
+    reported once and deleted."""
+    live, stale = state.scan()
+    out = []
+    for record in live:
+        files, dirs, size, problem = _usage(record)
+        mounted = host.mount_entry(Path(record.mountpoint)) is not None
+        out.append(MountStatus(record, True, mounted, files, dirs, size, problem))
+    for record in stale:
+        mounted = host.mount_entry(Path(record.mountpoint)) is not None
+        out.append(MountStatus(record, False, mounted))
+    return out
+
+
+# --- the child -----------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the background daemon (``python -m memfs.mount.daemon``)."""
+    parser = argparse.ArgumentParser(prog="memfs-daemon")
+    parser.add_argument("--ready-fd", type=int, required=True)
+    parser.add_argument("--debug", action="store_true")
+    parser.add_argument("--options")
+    parser.add_argument("mountpoint")
+    parser.add_argument("store_url")
+    args = parser.parse_args(argv)
+    pipe = os.fdopen(args.ready_fd, "w", buffering=1)
+
+    def tell(message: str) -> None:
+        if not pipe.closed:
+            with contextlib.suppress(OSError):
+                pipe.write(message.replace("\n", " ") + "\n")
+                pipe.close()
+
+    try:
+        options = None
+        if args.options:
+            from memfs.mount.ops import MountOptions
+
+            options = MountOptions(**json.loads(args.options))
+        serve_here(
+            Path(args.mountpoint),
+            args.store_url,
+            debug=args.debug,
+            options=options,
+            on_ready=lambda _record: tell("ready"),
+        )
+    except MemfsError as exc:
+        print(f"memfs daemon: {exc}", file=sys.stderr)
+        tell(f"error {exc}")
+        return 1
+    finally:
+        tell("")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""One small JSON file per running mount, so any memfs process can find the daemon and
+the store behind a mounted directory.
+
+The files live in ``$MEMFS_STATE_DIR`` (tests point it at a temporary directory) or else
+in the per-user state directory (``~/.local/state/memfs/mounts``). The serving process
+writes its record once the mount is up and removes it when it stops; a record whose
+daemon died (``kill -9``, a reboot) is *stale*: :func:`scan` reports it and deletes it.
+
+Also here, because the CLI and the agent must agree on it: :func:`default_mountpoint`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memfs import __version__
+from memfs.errors import MountError
+
+STATE_DIR_ENV = "MEMFS_STATE_DIR"
+MOUNTPOINT_ENV = "MEMFS_MOUNTPOINT"
+
+
+@dataclass(frozen=True, slots=True)
+class MountRecord:
+    """What the serving process says about itself."""
+
+    mountpoint: str  # absolute, symlinks resolved
+    store_url: str
+    pid: int
+    log_path: str
+    started: float  # seconds since the epoch
+    version: str = __version__
+
+    @property
+    def alive(self) -> bool:
+        return pid_alive(self.pid)
+
+
+def state_dir() -> Path:
+    """Where the records and daemon logs live (created on demand)."""
+    override = os.environ.get(STATE_DIR_ENV)
+    if override:
+        base = Path(override).expanduser()
+    else:
+        from platformdirs import user_state_dir
+
+        base = Path(user_state_dir("memfs")) / "mounts"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MountError(
+            f"Cannot create the memfs state directory {base}: {exc.strerror}; "
+            f"set {STATE_DIR_ENV} to a writable directory."
+        ) from exc
+    return base
+
+
+def default_mountpoint() -> Path:
+    """The directory ``memfs mount`` uses when none is given: ``$MEMFS_MOUNTPOINT`` or
+    ``~/memories``. Fixed per user so that ``memfs agent`` finds it without arguments."""
+    override = os.environ.get(MOUNTPOINT_ENV)
+    return normalize(override) if override else normalize(Path.home() / "memories")
+
+
+def normalize(path: str | os.PathLike[str]) -> Path:
+    """The absolute, symlink-free form of ``path`` used as the record key.
+
+    Works on a dead mount too: realpath tolerates the ENOTCONN its lstat gets.
+    """
+    return Path(os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path)))))
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` runs and is not a zombie (a killed daemon whose parent has not
+    reaped it yet must count as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state letter follows the parenthesised command name, which may hold spaces.
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _key(mountpoint: Path) -> str:
+    digest = hashlib.sha256(str(mountpoint).encode("utf-8", "surrogateescape")).hexdigest()
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", mountpoint.name)[:40] or "root"
+    return f"{stem}-{digest[:16]}"
+
+
+def record_path(mountpoint: str | os.PathLike[str]) -> Path:
+    return state_dir() / f"{_key(normalize(mountpoint))}.json"
+
+
+def log_path(mountpoint: str | os.PathLike[str]) -> Path:
+    return state_dir() / f"{_key(normalize(mountpoint))}.log"
+
+
+def write(record: MountRecord) -> None:
+    """Store ``record`` atomically (a reader never sees half a file)."""
+    target = record_path(record.mountpoint)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
+    os.replace(tmp, target)
+
+
+def remove(mountpoint: str | os.PathLike[str], *, pid: int | None = None) -> None:
+    """Delete the record of ``mountpoint``; with ``pid``, only if that daemon owns it (a
+    daemon shutting down must not delete the record of the one that replaced it)."""
+    target = record_path(mountpoint)
+    if pid is not None:
+        current = _load(target)
+        if current is not None and current.pid != pid:
+            return
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+
+
+def _load(path: Path) -> MountRecord | None:
+    try:
+        data = json.loads(path.read_text())
+        return MountRecord(
+            mountpoint=str(data["mountpoint"]),
+            store_url=str(data["store_url"]),
+            pid=int(data["pid"]),
+            log_path=str(data["log_path"]),
+            started=float(data["started"]),
+            version=str(data.get("version", "")),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def scan() -> tuple[list[MountRecord], list[MountRecord]]:
+    """``(live, stale)`` records sorted by mountpoint; stale and unreadable records are
+    deleted as they are found, so each stale one is reported once."""
+    live: list[MountRecord] = []
+    stale: list[MountRecord] = []
+    for path in sorted(state_dir().glob("*.json")):
+        record = _load(path)
+        if record is None:
+            # Half-written by a writer that died, or edited by hand: it names nothing usable.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        if record.alive:
+            live.append(record)
+        else:
+            stale.append(record)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    live.sort(key=lambda r: r.mountpoint)
+    stale.sort(key=lambda r: r.mountpoint)
+    return live, stale
+
+
+def records() -> list[MountRecord]:
+    """The live mounts (stale records are cleaned on the way)."""
+    return scan()[0]
+
+
+def lookup(path: str | os.PathLike[str], *, include_stale: bool = False) -> MountRecord | None:
+    """The live mount serving ``path``: its mountpoint or any path inside it (the deepest
+    mountpoint wins when mounts nest). ``include_stale`` also returns a record whose
+    daemon died, without deleting it."""
+    target = normalize(path)
+    best: MountRecord | None = None
+    for file in state_dir().glob("*.json"):
+        record = _load(file)
+        if record is None or not (include_stale or record.alive):
+            continue
+        mp = Path(record.mountpoint)
+        if (target == mp or mp in target.parents) and (
+            best is None or len(mp.parts) > len(Path(best.mountpoint).parts)
+        ):
+            best = record
+    return best
+
+
+def new_record(mountpoint: Path, store_url: str, log: Path) -> MountRecord:
+    return MountRecord(
+        mountpoint=str(mountpoint),
+        store_url=store_url,
+        pid=os.getpid(),
+        log_path=str(log),
+        started=time.time(),
+    )
