@@ -1,0 +1,275 @@
+"""SQLite-specific behaviour: URLs and options, the file format, refusing what is not ours."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import memfs.store
+from memfs.errors import CorruptStore, StoreUnavailable, UnknownScheme
+from memfs.store import Store, default_url, open_store, register
+from memfs.store.sqlite import SqliteStore
+from memfs.store.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+
+A = "tester"
+
+
+def fingerprint(path: Path) -> tuple[str, list[str]]:
+    """The file's hash and the names beside it, to prove a refused file was not touched."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-"
+    return digest, sorted(p.name for p in path.parent.iterdir())
+
+
+def pragma(path: Path, name: str) -> int:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(db.execute(f"PRAGMA {name}").fetchone()[0])
+    finally:
+        db.close()
+
+
+# --- URLs and the registry ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "form", ["sqlite://{p}", "sqlite:///{q}", "sqlite:///{q}?history=3", "{p}"]
+)
+def test_url_forms_name_the_same_file(tmp_path: Path, form: str) -> None:
+    path = tmp_path / "m.db"
+    url = form.format(p=path, q=str(path).lstrip("/"))
+    with open_store(url) as store:
+        store.write("f", b"x", author=A)
+        assert store.url == f"sqlite://{path}"
+    with open_store(str(path)) as store:
+        assert store.read("f")[0] == b"x"
+
+
+def test_relative_url_and_bare_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with open_store("sqlite:///./sub/rel.db") as store:
+        assert store.url == f"sqlite://{tmp_path}/sub/rel.db"
+    with open_store("~/h.db") as store:
+        assert store.url == f"sqlite://{tmp_path}/home/h.db"
+    with open_store("sqlite:///./with%20space.db") as store:
+        assert (tmp_path / "with space.db").is_file()
+    with open_store("plain?name.db") as store:
+        assert (tmp_path / "plain?name.db").is_file()
+
+
+def test_reopening_by_the_store_url(tmp_path: Path) -> None:
+    with open_store(f"{tmp_path}/a b/m.db") as store:
+        store.write("f", b"1", author=A)
+        url = store.url
+    with open_store(url) as again:
+        assert again.read("f")[0] == b"1"
+
+
+def test_default_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMFS_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_url() == f"sqlite://{tmp_path}/data/memfs/memory.db"
+    with open_store() as store:
+        store.write("f", b"x", author=A)
+    assert (tmp_path / "data" / "memfs" / "memory.db").is_file()
+    monkeypatch.setenv("MEMFS_STORE", f"{tmp_path}/env.db")
+    assert default_url() == f"{tmp_path}/env.db"
+    with open_store() as store:
+        assert store.url == f"sqlite://{tmp_path}/env.db"
+
+
+def test_unknown_scheme_lists_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(UnknownScheme, match=r"nosuch://.*known: .*sqlite://"):
+        open_store("nosuch://host/db")
+
+
+def test_register_a_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(memfs.store, "_openers", dict(memfs.store._openers))
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    def opener(url: str, options: object) -> Store:
+        calls.append((url, dict(options)))  # type: ignore[call-overload]
+        return SqliteStore(tmp_path / "via-test.db")
+
+    register("Test", opener)
+    with open_store("test://somewhere/x?a=1", b=2) as store:
+        assert isinstance(store, SqliteStore)
+    assert calls == [("test://somewhere/x", {"a": "1", "b": 2})]
+    assert "test" in memfs.store.known_schemes()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite:///{p}?history=-1", "history"),
+        ("sqlite:///{p}?history=lots", "history"),
+        ("sqlite:///{p}?max_file_bytes=0", "max_file_bytes"),
+        ("sqlite:///{p}?busy_timeout=never", "busy_timeout"),
+        ("sqlite:///{p}?synchronous=off", "synchronous"),
+        ("sqlite:///{p}?colour=blue", "unknown option 'colour'"),
+        ("sqlite:///{p}?history=1&history=2", "twice"),
+        ("sqlite:///{p}?history", "malformed"),
+        ("sqlite://", "names no file"),
+        ("sqlite://relative.db", "names no file"),
+        ("", "empty"),
+    ],
+)
+def test_bad_urls_and_options_are_refused_clearly(tmp_path: Path, url: str, message: str) -> None:
+    with pytest.raises(StoreUnavailable, match=message):
+        open_store(url.format(p=str(tmp_path / "m.db").lstrip("/")))
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_keyword_options_win_over_the_url(tmp_path: Path) -> None:
+    with open_store(f"sqlite://{tmp_path}/m.db?history=5", history=0) as store:
+        for i in range(3):
+            store.write("f", b"%d" % i, author=A)
+        assert len(store.history("f")) == 1
+    with pytest.raises(StoreUnavailable, match="history"):
+        open_store(f"{tmp_path}/m.db", history=True)
+
+
+# --- creation, persistence, migration ------------------------------------------------------------
+def test_first_open_creates_parents_and_a_versioned_wal_file(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "m.db"
+    with open_store(str(path)):
+        pass
+    assert pragma(path, "application_id") == APPLICATION_ID
+    assert pragma(path, "user_version") == SCHEMA_VERSION
+    header = path.read_bytes()[:100]
+    # The id is in the main file's own header (not only in a WAL) so the raw-bytes check
+    # at open can trust it.
+    assert int.from_bytes(header[68:72], "big") == APPLICATION_ID
+    assert header[18:20] == b"\x02\x02"  # WAL read/write versions
+
+
+def test_contents_history_and_feed_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with open_store(str(path)) as store:
+        first = store.write("d/f", b"one", author=A, parents=True)
+        second = store.write("d/f", b"two", author=A)
+        seq = store.last_seq()
+    with open_store(str(path)) as store:
+        assert store.read("d/f")[0] == b"two"
+        assert store.read_revision("d/f", first.rev) == b"one"
+        assert store.last_seq() == seq
+        third = store.write("d/g", b"", author=A)
+        assert third.rev > second.rev and store.changes(since=seq)[0].path == "d/g"
+
+
+@pytest.mark.parametrize("kind", ["zero-byte", "empty-sqlite"])
+def test_an_empty_database_is_migrated_from_version_0(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "m.db"
+    if kind == "zero-byte":
+        path.write_bytes(b"")
+    else:
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE scratch (x)")
+        db.execute("DROP TABLE scratch")
+        db.commit()
+        db.close()
+        assert path.stat().st_size > 0 and pragma(path, "user_version") == 0
+    with open_store(str(path)) as store:
+        store.write("f", b"x", author=A)
+        assert store.stat("").is_dir
+    assert pragma(path, "user_version") == SCHEMA_VERSION
+    assert pragma(path, "application_id") == APPLICATION_ID
+
+
+# --- refusing what is not a memfs store, without touching it ----------------------------------
+def _random_bytes(path: Path) -> None:
+    path.write_bytes(random.Random(1).randbytes(8192))
+
+
+def _text(path: Path) -> None:
+    path.write_text("hello, I am a note\n")
+
+
+def _sqlite_magic_then_garbage(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + random.Random(2).randbytes(4000))
+
+
+def _foreign_with_id(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA application_id = 1234")
+    db.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
+    db.commit()
+    db.close()
+
+
+def _foreign_without_id(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE cookies (host TEXT, value TEXT)")
+    db.execute("INSERT INTO cookies VALUES ('example.org', 'x')")
+    db.commit()
+    db.close()
+
+
+def _truncated(path: Path) -> None:
+    with open_store(str(path)) as store:
+        for i in range(20):
+            store.write(f"f{i}", os.urandom(20_000), author=A)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (_random_bytes, CorruptStore, "not a memfs store"),
+        (_text, CorruptStore, "not a memfs store"),
+        (_sqlite_magic_then_garbage, CorruptStore, "another application|damaged"),
+        (_foreign_with_id, CorruptStore, "another application"),
+        (_foreign_without_id, CorruptStore, "tables: cookies"),
+        (_truncated, CorruptStore, "truncated"),
+    ],
+)
+def test_files_that_are_not_a_memfs_store_are_refused_untouched(
+    tmp_path: Path, make: Callable[[Path], None], error: type[Exception], message: str
+) -> None:
+    path = tmp_path / "m.db"
+    make(path)
+    before = fingerprint(path)
+    for _ in range(2):  # a second attempt finds the same bytes, so nothing was repaired
+        with pytest.raises(error, match=message) as info:
+            open_store(str(path))
+        assert "\n" not in str(info.value) and str(path) in str(info.value)
+    assert fingerprint(path) == before
+
+
+def test_a_store_from_a_newer_memfs_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with open_store(str(path)) as store:
+        store.write("f", b"x", author=A)
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    before = fingerprint(path)
+    with pytest.raises(StoreUnavailable, match=r"newer memfs.*upgrade") as info:
+        open_store(str(path))
+    assert not isinstance(info.value, CorruptStore)
+    assert fingerprint(path) == before
+
+
+def test_a_directory_or_a_file_as_parent_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(StoreUnavailable, match="is a directory"):
+        open_store(str(tmp_path / "adir"))
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(StoreUnavailable, match="afile"):
+        open_store(str(tmp_path / "afile" / "m.db"))
+    assert (tmp_path / "afile").read_text() == "x" and list((tmp_path / "adir").iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with open_store(str(path)):
+        pass
+    path.chmod(0)
+    with pytest.raises(StoreUnavailable, match="cannot"):
+        open_store(str(path))
