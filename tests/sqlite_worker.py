@@ -1,0 +1,89 @@
+"""A separate process that uses an SQLite store, for the multi-process tests.
+
+Run as ``python -m tests.sqlite_worker COMMAND DB ARGS...`` from the project root:
+
+- ``write DB PREFIX N``: write PREFIX/0 .. PREFIX/N-1, printing ``ok I REV SHA256``
+  after each write has returned (committed); ``N`` of 0 means until killed.
+- ``bump DB PATH N``: N read-modify-write increments of the counter file PATH, retrying
+  on Conflict, printing ``bumped K`` at the end.
+- ``follow DB SINCE N TIMEOUT``: poll ``changes(since=SINCE)`` until N ``create``
+  records were seen, printing ``seen PATH`` for each; exit 3 if TIMEOUT seconds pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+
+from memfs.errors import Conflict
+from memfs.store import open_store
+
+
+def content(prefix: str, i: int) -> bytes:
+    """Deterministic content of a few pages, so a write spans several database pages."""
+    seed = hashlib.sha256(f"{prefix}/{i}".encode()).digest()
+    return seed * (64 + (i % 7) * 64)
+
+
+def write(db: str, prefix: str, n: int) -> None:
+    with open_store(db) as store:
+        store.mkdir(prefix, author=prefix, exist_ok=True)
+        i = 0
+        while n == 0 or i < n:
+            data = content(prefix, i)
+            entry = store.write(f"{prefix}/{i}", data, author=prefix)
+            print(f"ok {i} {entry.rev} {hashlib.sha256(data).hexdigest()}", flush=True)
+            i += 1
+
+
+def bump(db: str, path: str, n: int) -> None:
+    with open_store(db) as store:
+        for _ in range(n):
+            while True:
+                data, entry = store.read(path)
+                try:
+                    store.write(
+                        path, b"%d" % (int(data) + 1), author="bump", expected_rev=entry.rev
+                    )
+                    break
+                except Conflict:
+                    continue
+        print(f"bumped {n}", flush=True)
+
+
+def follow(db: str, since: int, n: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    seen = 0
+    with open_store(db) as store:
+        print("ready", flush=True)
+        while seen < n:
+            if time.monotonic() > deadline:
+                return 3
+            batch = store.changes(since=since)
+            for change in batch:
+                since = change.seq
+                if change.kind == "create":
+                    seen += 1
+                    print(f"seen {change.path}", flush=True)
+            if not batch:
+                time.sleep(0.01)  # polling interval of a feed follower, not a wait-and-hope
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    command, db, *args = argv
+    if command == "write":
+        write(db, args[0], int(args[1]))
+    elif command == "bump":
+        bump(db, args[0], int(args[1]))
+    elif command == "follow":
+        return follow(db, int(args[0]), int(args[1]), float(args[2]))
+    else:
+        print(f"unknown command {command}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
