@@ -1,0 +1,129 @@
+"""Following the store's change feed so the kernel's caches never go stale for long.
+
+The kernel caches attributes, names, listings and pages of the mount for up to the
+attr/entry timeouts. Changes made through this mount keep those caches right by
+themselves; changes made by anyone else (another mount of the same store, the model's
+handler, a plain ``store.write``) arrive only on the change feed. :class:`ChangeFollower`
+polls the feed and asks the FUSE layer to invalidate each path another writer touched.
+
+Bound: a reader of the mount sees another writer's change at most ``poll_interval`` plus
+the time of one feed query and the invalidation calls after that change is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from memfs.errors import StoreError
+from memfs.store.base import Change, Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class OwnChanges:
+    """The feed sequence numbers this mount's own mutations produced.
+
+    Each mutation runs between two feed reads under the mount's lock; the records that
+    appeared in between with this mutation's author are ours. (Another process writing
+    the same author string in that instant would only cost a skipped invalidation of a
+    path this mount had just changed anyway.)
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._seqs: set[int] = set()
+        self._lock = threading.Lock()
+
+    def run(self, author: str, mutation: Callable[[], T]) -> T:
+        before = self.store.last_seq()
+        result = mutation()
+        mine = [c.seq for c in self.store.changes(since=before) if c.author == author]
+        with self._lock:
+            self._seqs.update(mine)
+        return result
+
+    def claim(self, seq: int) -> bool:
+        """True (once) if ``seq`` was produced by this mount."""
+        with self._lock:
+            if seq in self._seqs:
+                self._seqs.discard(seq)
+                return True
+            return False
+
+    def forget_upto(self, seq: int) -> None:
+        with self._lock:
+            self._seqs = {s for s in self._seqs if s > seq}
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def touched_paths(change: Change) -> list[str]:
+    """Every store path whose cached view a change can make wrong: it and its parent."""
+    out: list[str] = []
+    for path in (change.path, change.old_path):
+        if path is None:
+            continue
+        for p in (path, _parent(path)):
+            if p not in out:
+                out.append(p)
+    return out
+
+
+class ChangeFollower(threading.Thread):
+    """Polls ``store.changes(since=...)`` and reports other writers' changes."""
+
+    def __init__(
+        self,
+        store: Store,
+        own: OwnChanges,
+        on_foreign: Callable[[Iterable[Change]], None],
+        interval: float,
+    ) -> None:
+        super().__init__(name="memfs-feed", daemon=True)
+        self.store = store
+        self.own = own
+        self.on_foreign = on_foreign
+        self.interval = interval
+        self.cursor = store.last_seq()
+        self._halt = threading.Event()
+        self.polls = 0
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=10)
+
+    def step(self) -> int:
+        """One poll; returns how many foreign changes it reported."""
+        changes = self.store.changes(since=self.cursor)
+        self.polls += 1
+        if not changes:
+            return 0
+        self.cursor = changes[-1].seq
+        foreign = [c for c in changes if not self.own.claim(c.seq)]
+        self.own.forget_upto(self.cursor)
+        if foreign:
+            self.on_foreign(foreign)
+        return len(foreign)
+
+    def run(self) -> None:
+        failures = 0
+        while not self._halt.wait(self.interval):
+            try:
+                self.step()
+                failures = 0
+            except StoreError as e:
+                # A busy or briefly unavailable store must not end the follower: caches
+                # would then go stale for good. Log once per failure streak.
+                if failures == 0:
+                    log.warning("memfs: cannot read the change feed: %s (retrying)", e)
+                failures += 1
+            except Exception:
+                log.exception("memfs: change feed follower failed; retrying")

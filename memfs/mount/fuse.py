@@ -1,0 +1,274 @@
+"""Mount a Store through FUSE and serve it: the only module that imports mfusepy.
+
+libfuse 3 is preferred (``FUSE_LIBRARY_NAME=fuse3`` unless the caller chose otherwise);
+libfuse 2 works with two limits: no kernel-cache invalidation (timeouts are cut to
+:data:`LIBFUSE2_TIMEOUT` instead) and no rename flags (libfuse 2 has none to pass).
+
+What this layer adds to mfusepy, and why:
+
+* rename flags: mfusepy drops them, so RENAME_EXCHANGE would silently become a plain
+  rename. The rename hook here passes them on; the operations honour RENAME_NOREPLACE
+  and refuse the rest.
+* utimens: UTIME_OMIT / UTIME_NOW are decoded from the raw timespecs (mfusepy folds them
+  into nanosecond numbers where they can no longer be told apart reliably).
+* init: clears FUSE_CAP_ATOMIC_O_TRUNC. In "no open" mode the kernel never sends the
+  OPEN that would carry O_TRUNC; without the capability it truncates with SETATTR.
+* opendir: sets cache_readdir and keep_cache so the kernel keeps listings.
+* invalidation: ``fuse_invalidate_path`` of the loaded libfuse 3, called from the
+  change-feed thread (never from a FUSE callback).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import logging
+import os
+import stat as stat_mod
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from memfs.errors import MountError
+from memfs.mount.ops import MemfsOperations, MountOptions
+from memfs.store.base import Store
+
+log = logging.getLogger(__name__)
+
+FUSE_CAP_ATOMIC_O_TRUNC = 1 << 3
+UTIME_NOW = (1 << 30) - 1
+UTIME_OMIT = (1 << 30) - 2
+# Without invalidation the kernel may serve other writers' stale data this long.
+LIBFUSE2_TIMEOUT = 1.0
+READY_DEADLINE_S = 30.0
+
+_mfusepy: ModuleType | None = None
+_fuse_class: type | None = None
+
+
+def _load() -> tuple[ModuleType, type]:
+    """Import mfusepy (libfuse 3 by default) and build the FUSE subclass once."""
+    global _mfusepy, _fuse_class
+    if _mfusepy is not None and _fuse_class is not None:
+        return _mfusepy, _fuse_class
+    os.environ.setdefault("FUSE_LIBRARY_NAME", "fuse3")
+    try:
+        import mfusepy
+    except (OSError, ImportError) as e:
+        raise MountError(
+            f"libfuse cannot be loaded ({e}): install it with 'apt-get install fuse3 libfuse3-3'"
+        ) from e
+    _mfusepy, _fuse_class = mfusepy, _make_fuse_class(mfusepy)
+    return _mfusepy, _fuse_class
+
+
+def libfuse_major() -> int:
+    mfusepy, _ = _load()
+    return int(mfusepy.fuse_version_major)
+
+
+def _make_fuse_class(mfusepy: ModuleType) -> type:
+    def one_time(ts: Any) -> int | None:
+        if ts.tv_nsec == UTIME_OMIT:
+            return None
+        if ts.tv_nsec == UTIME_NOW:
+            return time.time_ns()
+        return int(ts.tv_sec) * 1_000_000_000 + int(ts.tv_nsec)
+
+    class MemfsFUSE(mfusepy.FUSE):  # type: ignore[misc,name-defined]
+        def __init__(
+            self,
+            operations: MemfsOperations,
+            mountpoint: str,
+            *,
+            on_init: Callable[[int], None],
+            cache_readdir: bool,
+            **kwargs: Any,
+        ) -> None:
+            self._on_init = on_init
+            self._cache_readdir = cache_readdir
+            super().__init__(operations, mountpoint, **kwargs)
+
+        def _started(self) -> None:
+            fuse_ptr = mfusepy._libfuse.fuse_get_context().contents.fuse
+            self._on_init(int(fuse_ptr or 0))
+
+        def init_fuse_3(self, conn: Any, config: Any) -> None:
+            if conn:
+                conn.contents.want &= ~FUSE_CAP_ATOMIC_O_TRUNC
+            super().init_fuse_3(conn, config)
+            self._started()
+
+        def init_fuse_2(self, conn: Any) -> None:
+            super().init_fuse_2(conn)
+            self._started()
+
+        def rename_fuse_3(self, old: bytes, new: bytes, flags: int) -> int:
+            return self.operations.rename(
+                old.decode(self.encoding, self.errors),
+                new.decode(self.encoding, self.errors),
+                flags,
+            )
+
+        def utimens_fuse_2(self, path: bytes | None, buf: Any) -> int:
+            times = (one_time(buf.contents.actime), one_time(buf.contents.modtime)) if buf else None
+            decoded = None if path is None else path.decode(self.encoding, self.errors)
+            return self.operations.utimens(decoded, times)
+
+        def utimens_fuse_3(self, path: bytes | None, buf: Any, fip: Any) -> int:
+            return self.utimens_fuse_2(path, buf)
+
+        def opendir(self, path: bytes, fip: Any) -> int:
+            fi = fip.contents
+            fi.fh = self.operations.opendir(path.decode(self.encoding, self.errors))
+            if self._cache_readdir and hasattr(fi, "cache_readdir"):
+                fi.cache_readdir = 1
+                fi.keep_cache = 1
+            return 0
+
+    return MemfsFUSE
+
+
+def _preflight(mountpoint: str) -> None:
+    if not os.path.exists("/dev/fuse"):
+        raise MountError(
+            "/dev/fuse is missing: load the module with 'modprobe fuse' "
+            "(in a container, start it with --device /dev/fuse)"
+        )
+    try:
+        st = os.stat(mountpoint)
+    except FileNotFoundError:
+        raise MountError(
+            f"mountpoint {mountpoint} does not exist: create it with 'mkdir -p {mountpoint}'"
+        ) from None
+    except OSError as e:
+        if e.errno == errno.ENOTCONN:
+            raise MountError(
+                f"{mountpoint} is a dead FUSE mount: clear it with 'fusermount3 -uz {mountpoint}'"
+            ) from None
+        raise MountError(f"cannot use mountpoint {mountpoint}: {e.strerror}") from None
+    if not stat_mod.S_ISDIR(st.st_mode):
+        raise MountError(f"mountpoint {mountpoint} is not a directory: choose a directory")
+    if os.path.ismount(mountpoint):
+        raise MountError(
+            f"{mountpoint} is already a mount point: unmount it first ('memfs umount {mountpoint}')"
+        )
+    try:
+        entries = os.listdir(mountpoint)
+    except OSError as e:
+        raise MountError(f"cannot list mountpoint {mountpoint}: {e.strerror}") from None
+    if entries:
+        # libfuse 3 would mount over it and hide the files; refuse instead.
+        raise MountError(
+            f"mountpoint {mountpoint} is not empty ({len(entries)} entries): use an empty directory"
+        )
+
+
+def _make_invalidator(mfusepy: ModuleType, fuse_ptr: int) -> Callable[[str], None] | None:
+    lib = mfusepy._libfuse
+    if int(mfusepy.fuse_version_major) < 3 or not fuse_ptr:
+        return None
+    try:
+        fn = lib.fuse_invalidate_path
+    except AttributeError:
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    fn.restype = ctypes.c_int
+
+    def invalidate(path: str) -> None:
+        # -ENOENT only means the kernel holds nothing for this path: nothing to do.
+        fn(fuse_ptr, path.encode("utf-8", "surrogateescape"))
+
+    return invalidate
+
+
+def _wait_mounted(mountpoint: str, ready: Callable[[], None], stop: threading.Event) -> None:
+    parent_dev = os.stat(os.path.dirname(mountpoint.rstrip("/")) or "/").st_dev
+    deadline = time.monotonic() + READY_DEADLINE_S
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            if os.stat(mountpoint).st_dev != parent_dev:
+                ready()
+                return
+        except OSError:
+            pass
+        stop.wait(0.01)
+    if not stop.is_set():
+        log.warning("memfs: %s did not show up as mounted within %ss", mountpoint, READY_DEADLINE_S)
+
+
+def serve(
+    store: Store,
+    mountpoint: str,
+    *,
+    foreground: bool = True,
+    debug: bool = False,
+    options: MountOptions | None = None,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Mount ``store`` at ``mountpoint`` and serve until unmounted or SIGTERM/SIGINT/SIGHUP.
+
+    Buffered writes are committed before this returns. ``ready`` is called (from a helper
+    thread) once the mount answers. Raises MountError with a one-line, actionable message
+    when the mount cannot be made.
+    """
+    options = options or MountOptions()
+    mountpoint = os.path.abspath(mountpoint)
+    _preflight(mountpoint)
+    mfusepy, fuse_class = _load()
+    major = int(mfusepy.fuse_version_major)
+    attr_timeout, entry_timeout = options.attr_timeout, options.entry_timeout
+    if major < 3:
+        attr_timeout = min(attr_timeout, LIBFUSE2_TIMEOUT)
+        entry_timeout = min(entry_timeout, LIBFUSE2_TIMEOUT)
+
+    def caller_pid() -> int:
+        return int(mfusepy.fuse_get_context()[2])
+
+    ops = MemfsOperations(store, options, caller_pid=caller_pid)
+    stop_ready = threading.Event()
+    threads: list[threading.Thread] = []
+    initialised = threading.Event()
+
+    def on_init(fuse_ptr: int) -> None:
+        initialised.set()
+        ops.start(_make_invalidator(mfusepy, fuse_ptr))
+        if ready is not None:
+            t = threading.Thread(
+                target=_wait_mounted, args=(mountpoint, ready, stop_ready), daemon=True
+            )
+            t.start()
+            threads.append(t)
+
+    kwargs: dict[str, Any] = {
+        "foreground": foreground,
+        "debug": debug,
+        "fsname": "memfs",
+        "subtype": "memfs",
+        "attr_timeout": attr_timeout,
+        "entry_timeout": entry_timeout,
+        "negative_timeout": options.negative_timeout,
+        "kernel_cache": True,
+        "hard_remove": True,
+        "default_permissions": True,
+    }
+    if options.auto_unmount:
+        kwargs["auto_unmount"] = True
+    if options.allow_other:
+        kwargs["allow_other"] = True
+    try:
+        fuse_class(ops, mountpoint, on_init=on_init, cache_readdir=options.cache_readdir, **kwargs)
+    except RuntimeError as e:
+        # libfuse 3 reports "ended by a signal" as a non-zero code too; that is a clean
+        # end if the file system had started.
+        if not initialised.is_set():
+            raise MountError(
+                f"libfuse could not mount {mountpoint} (code {e}); run with --debug for details"
+            ) from None
+    finally:
+        stop_ready.set()
+        ops.shutdown()
+        for t in threads:
+            t.join(timeout=5)

@@ -1,0 +1,533 @@
+"""The file system operations over a Store, in fusepy's API, with no FUSE import here.
+
+:mod:`memfs.mount.fuse` hands an instance of :class:`MemfsOperations` to mfusepy. Method
+names are FUSE operation names: an attribute with such a name is registered as a
+callback, one set to ``None`` is not (the kernel then gets ENOSYS once and stops asking).
+That is how the warm read path stays out of Python: ``open`` answers ENOSYS, which puts
+the kernel in "no open" mode (no OPEN/FLUSH/RELEASE round trips, pages cached across
+opens); flush, release, access and the xattr ops are unregistered.
+
+Every operation maps errors to errno in ONE place, :func:`errno_of`; anything unexpected
+is logged with its traceback and becomes EIO.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import stat
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memfs import errors
+from memfs.mount.authors import author_of
+from memfs.mount.buffers import Buffer, BufferTable, QuietCommitter, ReadCache
+from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
+from memfs.paths import parse_rel
+from memfs.store.base import Change, Entry, Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class MountOptions:
+    """How the mount trades freshness, durability and speed.
+
+    attr_timeout / entry_timeout: seconds the kernel trusts cached attributes and names.
+        Long is safe because other writers' changes are invalidated from the change feed.
+    negative_timeout: 0 so a name created elsewhere is found at once.
+    commit_quiet_period: a buffered write reaches the store this long after the last
+        write to that file (fsync commits at once). A crash (kill -9) loses at most the
+        writes of this last window, and never leaves a torn file.
+    commit_on_close: also commit on every close() (registers FLUSH: one Python callback
+        per close, read-only opens included). close() then means committed.
+    poll_interval: how often the change feed is read; bounds staleness for readers.
+    cache_readdir: let the kernel keep directory listings (registers opendir).
+    callback_counter: if given, every callback increments it (benchmarks).
+    """
+
+    attr_timeout: float = 60.0
+    entry_timeout: float = 60.0
+    negative_timeout: float = 0.0
+    commit_quiet_period: float = 0.1
+    commit_on_close: bool = False
+    poll_interval: float = 0.1
+    cache_readdir: bool = True
+    auto_unmount: bool = True
+    allow_other: bool = False
+    callback_counter: Counter[str] | None = None
+
+
+def errno_of(exc: BaseException) -> int:
+    """The errno for an exception raised inside an operation (the one mapping helper)."""
+    table: list[tuple[type[BaseException], int]] = [
+        (errors.NotFound, errno.ENOENT),
+        (errors.AlreadyExists, errno.EEXIST),
+        (errors.NotADirectory, errno.ENOTDIR),
+        (errors.IsADirectory, errno.EISDIR),
+        (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
+        (errors.Conflict, errno.EAGAIN),
+        (errors.TooLarge, errno.EFBIG),
+        (errors.InvalidMove, errno.EINVAL),
+        (errors.StoreUnavailable, errno.EIO),
+        (errors.PathError, errno.EINVAL),
+    ]
+    for kind, code in table:
+        if isinstance(exc, kind):
+            return code
+    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+        return exc.errno
+    return errno.EIO
+
+
+def _op(method: Callable[..., T]) -> Callable[..., T]:
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self: MemfsOperations, *args: Any) -> T:
+        if self._counter is not None:
+            self._counter[name] += 1
+        try:
+            return method(self, *args)
+        except OSError:
+            raise
+        except errors.MemfsError as e:
+            if not isinstance(e, errors.NotFound):
+                log.debug("memfs: %s%r: %s", name, args[:2], e)
+            raise OSError(errno_of(e), str(e)) from e
+        except Exception:
+            log.exception("memfs: unexpected error in %s%r; answering EIO", name, args[:2])
+            raise OSError(errno.EIO, "internal error") from None
+
+    return wrapper
+
+
+def rel(path: str | None) -> str:
+    """FUSE path ("/a/b") to store path ("a/b"); "/" is the root "".
+
+    libfuse passes no path for a file that was unlinked while open (hard_remove).
+    """
+    if path is None:
+        raise OSError(errno.ESTALE, "the file was removed")
+    return path.strip("/")
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+class MemfsOperations:
+    """FUSE operations over ``store``. ``caller_pid`` returns the requesting process id."""
+
+    use_ns = True
+    # libfuse 2 only: pass UTIME_OMIT through instead of dropping partial time updates.
+    flag_utime_omit_ok = 1
+
+    # Unregistered on purpose (see the module docstring).
+    flush: Any = None
+    release = None
+    releasedir = None
+    access = None
+    getxattr = None
+    setxattr = None
+    listxattr = None
+    removexattr = None
+    mknod = None
+    fsyncdir = None
+
+    def __init__(
+        self,
+        store: Store,
+        options: MountOptions | None = None,
+        *,
+        caller_pid: Callable[[], int] = os.getpid,
+    ) -> None:
+        self.store = store
+        self.options = options or MountOptions()
+        self._caller_pid = caller_pid
+        self._counter = self.options.callback_counter
+        self._mutex = threading.RLock()
+        self._own = OwnChanges(store)
+        self._buffers = BufferTable(store, self._mutex, self._own.run)
+        self._cache = ReadCache()
+        self._uid = os.getuid()
+        self._gid = os.getgid()
+        self._committer = QuietCommitter(self._buffers, self.options.commit_quiet_period)
+        self._follower: ChangeFollower | None = None
+        self._invalidate: Callable[[str], None] | None = None
+        self._known_dirs: set[str] = {""}
+        self._stopped = False
+        if self.options.commit_on_close:
+            self.flush = self._flush
+        if not self.options.cache_readdir:
+            self.opendir = None
+
+    # --- lifecycle (called by memfs.mount.fuse, not by the kernel) ---------------------
+    def start(self, invalidate: Callable[[str], None] | None) -> None:
+        """Start the committer and, if the kernel can be told, the change follower."""
+        self._invalidate = invalidate
+        self._committer.start()
+        if invalidate is not None:
+            self._follower = ChangeFollower(
+                self.store, self._own, self._foreign_changes, self.options.poll_interval
+            )
+            self._follower.start()
+
+    def shutdown(self) -> None:
+        """Commit every buffer and stop the background threads (idempotent)."""
+        if self._follower is not None:
+            self._follower.stop()
+        self._committer.stop()
+        with self._mutex:
+            self._buffers.commit_all()
+        self._stopped = True
+
+    def destroy(self, path: str) -> None:
+        self.shutdown()
+
+    # --- helpers ------------------------------------------------------------------------
+    def _author(self) -> str:
+        return author_of(self._caller_pid())
+
+    def _mutate(self, author: str, fn: Callable[[], T]) -> T:
+        with self._mutex:
+            return self._own.run(author, fn)
+
+    def _check_new_name(self, path: str) -> None:
+        """Refuse a name the model could not address (EINVAL), with a one-line warning."""
+        try:
+            parse_rel(path)
+        except errors.PathError as e:
+            log.warning("memfs: refused to create %r: %s", path, e)
+            raise OSError(errno.EINVAL, str(e)) from None
+
+    def _foreign_changes(self, changes: Iterable[Change]) -> None:
+        paths: list[str] = []
+        for change in changes:
+            for p in touched_paths(change):
+                if p not in paths:
+                    paths.append(p)
+            if change.kind in ("rename", "rmdir", "delete"):
+                # Cached children of a moved or removed directory are stale too.
+                for gone in (change.path, change.old_path):
+                    if gone is not None:
+                        self._cache.forget_under(gone)
+                        paths.extend(self._known_below(gone))
+        for p in paths:
+            self._cache.forget(p)
+        invalidate = self._invalidate
+        if invalidate is not None:
+            for p in paths:
+                invalidate("/" + p)
+
+    def _known_below(self, prefix: str) -> list[str]:
+        below = prefix + "/"
+        with self._mutex:
+            return [d for d in self._known_dirs if d.startswith(below)]
+
+    def _attrs(self, entry: Entry, buf: Buffer | None = None) -> dict[str, int]:
+        if entry.kind == "dir":
+            fmt, nlink = stat.S_IFDIR, 2
+        elif entry.kind == "symlink":
+            fmt, nlink = stat.S_IFLNK, 1
+        else:
+            fmt, nlink = stat.S_IFREG, 1
+        size, mtime = entry.size, entry.mtime_ns
+        if buf is not None:
+            size, mtime = len(buf.data), buf.mtime_ns
+        return {
+            "st_mode": fmt | (entry.mode & 0o7777),
+            "st_nlink": nlink,
+            "st_size": size,
+            "st_blocks": (size + 511) // 512,
+            "st_blksize": 4096,
+            "st_uid": self._uid if entry.uid is None else entry.uid,
+            "st_gid": self._gid if entry.gid is None else entry.gid,
+            # No access time is stored; the modification time is the honest stand-in.
+            "st_atime": mtime,
+            "st_mtime": mtime,
+            "st_ctime": max(entry.ctime_ns, mtime) if buf is not None else entry.ctime_ns,
+        }
+
+    def _pending_attrs(self, buf: Buffer) -> dict[str, int]:
+        now = buf.mtime_ns
+        entry = Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0)
+        return self._attrs(entry, buf)
+
+    # --- reading ------------------------------------------------------------------------
+    @_op
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, int]:
+        p = rel(path)
+        with self._mutex:
+            buf = self._buffers.get(p)
+            if buf is not None and buf.base_rev == 0:
+                return self._pending_attrs(buf)
+        try:
+            entry = self.store.stat(p)
+        except errors.PathError:
+            # A name the store cannot hold does not exist (tools probe such names).
+            raise OSError(errno.ENOENT, "no such entry") from None
+        if entry.kind == "dir":
+            with self._mutex:
+                self._known_dirs.add(p)
+        return self._attrs(entry, buf)
+
+    @_op
+    def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
+        p = rel(path)
+        kinds = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
+        out = [(".", stat.S_IFDIR, 0), ("..", stat.S_IFDIR, 0)]
+        names: set[str] = set()
+        for entry in self.store.listdir(p):
+            out.append((entry.name, kinds[entry.kind], 0))
+            names.add(entry.name)
+        with self._mutex:
+            for buf in self._buffers.pending_children(p):
+                name = buf.path.rsplit("/", 1)[-1]
+                if name not in names:
+                    out.append((name, stat.S_IFREG, 0))
+        return out
+
+    @_op
+    def opendir(self, path: str) -> int:
+        # Registered only so the FUSE layer can set cache_readdir on the directory handle.
+        return 0
+
+    @_op
+    def readlink(self, path: str) -> str:
+        entry = self.store.stat(rel(path))
+        if entry.kind != "symlink" or entry.target is None:
+            raise OSError(errno.EINVAL, "not a symlink")
+        return entry.target
+
+    @_op
+    def open(self, path: str, flags: int) -> int:
+        # ENOSYS once switches the kernel to "no open" mode for the life of the mount.
+        raise OSError(errno.ENOSYS, "no open needed")
+
+    @_op
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        p = rel(path)
+        with self._mutex:
+            buf = self._buffers.get(p)
+            if buf is not None:
+                return bytes(buf.data[offset : offset + size])
+        data = self._cache.get(p)
+        if data is None:
+            data, _ = self.store.read(p)
+            if len(data) > offset + size:
+                # More reads of this file follow: keep it for them.
+                self._cache.put(p, data)
+        return data[offset : offset + size]
+
+    @_op
+    def statfs(self, path: str) -> dict[str, int]:
+        usage = self.store.usage()
+        bsize = 4096
+        used = (usage.bytes + bsize - 1) // bsize
+        # The store has no fixed capacity; report plenty so tools do not refuse to write.
+        total = max(used * 2, 1 << 24)
+        files = max((usage.files + usage.dirs) * 2, 1 << 20)
+        return {
+            "f_bsize": bsize,
+            "f_frsize": bsize,
+            "f_blocks": total,
+            "f_bfree": total - used,
+            "f_bavail": total - used,
+            "f_files": files,
+            "f_ffree": files - usage.files - usage.dirs,
+            "f_favail": files - usage.files - usage.dirs,
+            "f_namemax": 255,
+        }
+
+    # --- file content -----------------------------------------------------------------
+    @_op
+    def create(self, path: str, mode: int, flags: int = 0) -> int:
+        p = rel(path)
+        self._check_new_name(p)
+        author = self._author()
+        with self._mutex:
+            parent = self.store.stat(_parent(p))
+            if not parent.is_dir:
+                raise OSError(errno.ENOTDIR, "parent is not a directory")
+            self._buffers.create(p, mode & 0o7777, author)
+        self._committer.poke()
+        return 0
+
+    @_op
+    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        p = rel(path)
+        pid = self._caller_pid()
+        with self._mutex:
+            buf = self._buffers.get(p)
+            author = buf.author if buf is not None and f"(pid {pid})" in buf.author else None
+            if author is None:
+                author = author_of(pid)
+            if buf is None:
+                buf = self._buffers.open(p, author)
+                self._cache.forget(p)
+                new = True
+            else:
+                new = False
+            buf.write(data, offset, author)
+        if new:
+            self._committer.poke()
+        return len(data)
+
+    @_op
+    def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            buf = self._buffers.get(p)
+            if buf is None:
+                entry = self.store.stat(p)
+                if entry.is_file and entry.size == length:
+                    return 0
+                buf = self._buffers.open_empty(p, author) if length == 0 else None
+                if buf is None:
+                    buf = self._buffers.open(p, author)
+                self._cache.forget(p)
+            buf.resize(length, author)
+        self._committer.poke()
+        return 0
+
+    @_op
+    def fsync(self, path: str, datasync: int, fh: int) -> int:
+        with self._mutex:
+            self._commit(rel(path))
+        return 0
+
+    def _flush(self, path: str, fh: int) -> int:
+        return self.fsync(path, 0, fh)
+
+    def _commit(self, p: str) -> None:
+        self._buffers.commit(p)
+        self._cache.forget(p)
+
+    def _commit_under(self, p: str) -> None:
+        self._buffers.commit_under(p)
+        self._cache.forget_under(p)
+
+    # --- namespace ------------------------------------------------------------------------
+    @_op
+    def mkdir(self, path: str, mode: int) -> int:
+        p = rel(path)
+        self._check_new_name(p)
+        author = self._author()
+        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777))
+        return 0
+
+    @_op
+    def rmdir(self, path: str) -> int:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            entry = self.store.stat(p)
+            if not entry.is_dir:
+                raise OSError(errno.ENOTDIR, "not a directory")
+            if any(True for _ in self._buffers.pending_children(p)):
+                raise OSError(errno.ENOTEMPTY, "directory not empty")
+            self._mutate(author, lambda: self.store.delete(p, author=author))
+            self._known_dirs.discard(p)
+        return 0
+
+    @_op
+    def unlink(self, path: str) -> int:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            buf = self._buffers.drop(p)
+            self._cache.forget(p)
+            if buf is not None and buf.base_rev == 0:
+                # Created and removed before it was ever committed (vim's 4913 probe,
+                # lock files): the store never needs to hear of it.
+                return 0
+            entry = self.store.stat(p)
+            if entry.is_dir:
+                raise OSError(errno.EISDIR, "is a directory")
+            self._mutate(author, lambda: self.store.delete(p, author=author))
+        return 0
+
+    @_op
+    def symlink(self, path: str, target: str) -> int:
+        p = rel(path)
+        self._check_new_name(p)
+        author = self._author()
+        self._mutate(author, lambda: self.store.symlink(p, target, author=author))
+        return 0
+
+    @_op
+    def rename(self, old: str, new: str, flags: int = 0) -> int:
+        if flags & ~RENAME_NOREPLACE:
+            # RENAME_EXCHANGE (and WHITEOUT) cannot be done atomically by the store;
+            # doing a plain rename instead would destroy the destination.
+            raise OSError(errno.EINVAL, "only RENAME_NOREPLACE is supported")
+        src, dst = rel(old), rel(new)
+        self._check_new_name(dst)
+        author = self._author()
+        with self._mutex:
+            self._commit_under(src)
+            if self._buffers.get(dst) is not None:
+                if flags & RENAME_NOREPLACE:
+                    raise OSError(errno.EEXIST, "destination exists")
+                # The destination is being replaced: commit it so its history keeps it.
+                self._commit(dst)
+            self._cache.forget_under(dst)
+            overwrite = not flags & RENAME_NOREPLACE
+            self._mutate(
+                author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
+            )
+            moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
+            for d in moved:
+                self._known_dirs.discard(d)
+                self._known_dirs.add(dst + d[len(src) :])
+        return 0
+
+    @_op
+    def link(self, target: str, source: str) -> int:
+        # Hard links cannot be coherent in a path-keyed store; git falls back to rename.
+        raise OSError(errno.EPERM, "hard links are not supported")
+
+    # --- attributes --------------------------------------------------------------------
+    def _set_attrs(self, path: str, **attrs: int | None) -> None:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            # Buffered content first, so the attribute lands on the committed file and a
+            # later commit cannot move the mtime again.
+            self._commit(p)
+            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs))
+
+    @_op
+    def chmod(self, path: str, mode: int) -> int:
+        self._set_attrs(path, mode=mode & 0o7777)
+        return 0
+
+    @_op
+    def chown(self, path: str, uid: int, gid: int) -> int:
+        self._set_attrs(path, uid=None if uid < 0 else uid, gid=None if gid < 0 else gid)
+        return 0
+
+    @_op
+    def utimens(self, path: str, times: tuple[int | None, int | None] | None = None) -> int:
+        """``times`` is (atime_ns, mtime_ns); None in a slot means UTIME_OMIT."""
+        mtime = time.time_ns() if times is None else times[1]
+        if mtime is None:
+            # Only the access time was to change, and it is not stored.
+            self.getattr(path)
+            return 0
+        self._set_attrs(path, mtime_ns=mtime)
+        return 0
