@@ -1,0 +1,189 @@
+"""Measure a store's hot-path operations against plain file I/O in the same run.
+
+    .venv/bin/python scripts/bench_store.py [--url URL] [--files 1000] [--threads 4]
+
+For each of stat, read, write and listdir it prints the median ops/s of 5 rounds for the
+store and for the same operation on a temporary directory (``os.stat``, open+read,
+write-to-temp+rename, ``scandir`` with a stat per entry), and the ratio. Plain writes
+are not fsynced, like the SQLite store's default ``synchronous=normal`` commits.
+
+With ``--threads N`` it also compares N threads calling ``stat`` through the store (one
+connection per thread) with N threads sharing one connection behind a lock, the other
+design the SQLite backend could have used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from memfs.store import Store, open_store
+
+ROUNDS = 5
+
+
+def rate(op: Callable[[int], object], count: int) -> float:
+    """Median ops/s of ROUNDS rounds of ``count`` calls."""
+    results = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for i in range(count):
+            op(i)
+        results.append(count / (time.perf_counter() - start))
+    return statistics.median(results)
+
+
+def populate(store: Store, plain: Path, files: int, dirs: int) -> list[str]:
+    paths = [f"d{i % dirs}/f{i}.md" for i in range(files)]
+    body = b"x" * 1024
+    for d in range(dirs):
+        store.mkdir(f"d{d}", author="bench", exist_ok=True)
+        (plain / f"d{d}").mkdir(exist_ok=True)
+    for path in paths:
+        store.write(path, body, author="bench")
+        (plain / path).write_bytes(body)
+    return paths
+
+
+def plain_write(root: Path, path: str, data: bytes) -> None:
+    tmp = root / (path + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, root / path)
+
+
+def plain_listdir(directory: Path) -> list[os.stat_result]:
+    with os.scandir(directory) as it:
+        return [entry.stat(follow_symlinks=False) for entry in sorted(it, key=lambda e: e.name)]
+
+
+def compare(store: Store, plain: Path, paths: list[str], dirs: int) -> None:
+    rng = random.Random(7)
+    order = [rng.choice(paths) for _ in range(2000)]
+    body = b"y" * 1024
+    cases: list[tuple[str, int, Callable[[int], object], Callable[[int], object]]] = [
+        ("stat", 2000, lambda i: store.stat(order[i]), lambda i: os.stat(plain / order[i])),
+        (
+            "read 1 KiB",
+            2000,
+            lambda i: store.read(order[i]),
+            lambda i: (plain / order[i]).read_bytes(),
+        ),
+        (
+            "write 1 KiB",
+            300,
+            lambda i: store.write(order[i], body, author="bench"),
+            lambda i: plain_write(plain, order[i], body),
+        ),
+        (
+            f"listdir ({len(paths) // dirs} entries)",
+            200,
+            lambda i: store.listdir(f"d{i % dirs}"),
+            lambda i: plain_listdir(plain / f"d{i % dirs}"),
+        ),
+    ]
+    print(f"{'operation':<26}{'store ops/s':>14}{'plain ops/s':>14}{'store/plain':>13}")
+    for name, count, store_op, plain_op in cases:
+        ours, theirs = rate(store_op, count), rate(plain_op, count)
+        print(f"{name:<26}{ours:>14,.0f}{theirs:>14,.0f}{ours / theirs:>13.2f}")
+
+
+def threaded(fn: Callable[[int], object], threads: int, per_thread: int) -> float:
+    """Total ops/s of ``threads`` threads each calling ``fn`` ``per_thread`` times a round.
+
+    The threads live across all rounds (like a FUSE daemon's workers), so per-thread
+    connections are opened once, in an unmeasured warm-up call.
+    """
+    start_round = threading.Barrier(threads + 1)
+    end_round = threading.Barrier(threads + 1)
+
+    def run() -> None:
+        fn(0)
+        for _ in range(ROUNDS):
+            start_round.wait()
+            for i in range(per_thread):
+                fn(i)
+            end_round.wait()
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    results = []
+    for _ in range(ROUNDS):
+        start_round.wait()
+        start = time.perf_counter()
+        end_round.wait()
+        results.append(threads * per_thread / (time.perf_counter() - start))
+    for w in workers:
+        w.join()
+    return statistics.median(results)
+
+
+def compare_threads(db_path: str, paths: list[str], threads: int) -> None:
+    """The same queries the store runs, through per-thread connections or one locked one."""
+    shared = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    lock = threading.Lock()
+    local = threading.local()
+    opened: list[sqlite3.Connection] = []
+    stat_sql = (
+        "SELECT path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
+        " FROM entries WHERE path = ?"
+    )
+    read_sql = "SELECT r.content FROM entries e JOIN revisions r ON r.rev = e.rev WHERE e.path = ?"
+
+    def own() -> sqlite3.Connection:
+        db = getattr(local, "db", None)
+        if db is None:
+            db = local.db = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+            opened.append(db)
+        return db
+
+    def per_thread(sql: str) -> Callable[[int], object]:
+        return lambda i: own().execute(sql, (paths[i % len(paths)],)).fetchone()
+
+    def locked(sql: str) -> Callable[[int], object]:
+        def run(i: int) -> object:
+            with lock:
+                return shared.execute(sql, (paths[i % len(paths)],)).fetchone()
+
+        return run
+
+    print(f"\n{threads} threads{'':<17}{'per-thread':>14}{'shared+lock':>14}{'ratio':>13}")
+    for name, sql in (("stat query", stat_sql), ("read 1 KiB query", read_sql)):
+        a = threaded(per_thread(sql), threads, 2000)
+        b = threaded(locked(sql), threads, 2000)
+        print(f"{name:<26}{a:>14,.0f}{b:>14,.0f}{a / b:>13.2f}")
+    shared.close()
+    for db in opened:
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="store URL (default: an SQLite file in a temp dir)")
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--dirs", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=4, help="0 skips the thread comparison")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memfs-bench-") as tmp:
+        plain = Path(tmp) / "plain"
+        plain.mkdir()
+        db_path = os.path.join(tmp, "bench.db")
+        with open_store(args.url or db_path) as store:
+            paths = populate(store, plain, args.files, args.dirs)
+            print(f"store {store.url}: {args.files} files of 1 KiB in {args.dirs} dirs")
+            compare(store, plain, paths, args.dirs)
+            if args.threads and args.url is None:
+                compare_threads(db_path, paths, args.threads)
+
+
+if __name__ == "__main__":
+    main()
