@@ -203,3 +203,60 @@ def test_close_from_one_thread_closes_the_others_connections(tmp_path: Path) -> 
     assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailable)
     # Every connection is closed, so the WAL was checkpointed and removed.
     assert not os.path.exists(tmp_path / "m.db-wal")
+
+
+def test_processes_creating_the_same_new_store_at_once_all_succeed(
+    tmp_path: Path, spawn: list[subprocess.Popen[str]]
+) -> None:
+    db = tmp_path / "new" / "m.db"
+    procs = [worker(spawn, "write", db, f"w{k}", 5) for k in range(4)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=100)
+        assert proc.returncode == 0, err
+    with open_store(str(db)) as store:
+        assert [e.name for e in store.listdir("")] == ["w0", "w1", "w2", "w3"]
+        assert store.usage().files == 20
+
+
+def test_readers_do_not_pin_the_wal(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_store(str(db)) as store:
+        for i in range(50):
+            store.write(f"f{i}", b"x" * 5000, author=A)
+        for i in range(50):
+            store.stat(f"f{i}")
+            store.read(f"f{i}")
+            store.listdir("")
+            store.history(f"f{i}")
+        store.changes()
+        # Another connection can checkpoint the whole WAL away: no statement of the
+        # store's is left holding a read snapshot open.
+        other = sqlite3.connect(db, isolation_level=None)
+        try:
+            busy, _, _ = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            other.close()
+        assert busy == 0
+        assert os.path.getsize(f"{db}-wal") == 0
+
+
+def test_connections_of_finished_threads_are_released(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    with open_store(str(tmp_path / "m.db")) as store:
+        store.write("f", b"x", author=A)
+
+        def use() -> None:
+            store.stat("f")
+
+        for _ in range(5):  # warm up: the pattern's steady state
+            t = threading.Thread(target=use)
+            t.start()
+            t.join()
+        before = open_fds()
+        for _ in range(40):
+            t = threading.Thread(target=use)
+            t.start()
+            t.join()
+        assert open_fds() <= before + 3  # at most one dead thread's connection lingers

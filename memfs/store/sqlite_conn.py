@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,6 +84,28 @@ def need_file(entry: Entry) -> None:
         )
 
 
+class _Holder:
+    """A thread's connection, kept in its thread-local slot.
+
+    CPython drops a thread's locals when the thread ends; the finalizer attached to the
+    holder then closes the connection, so worker threads that come and go (the FUSE
+    daemon's) do not leak file descriptors.
+    """
+
+    __slots__ = ("__weakref__", "db")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+
+def _release(conns: set[sqlite3.Connection], lock: threading.RLock, db: sqlite3.Connection) -> None:
+    with lock:
+        if db not in conns:
+            return  # close() got there first
+        conns.discard(db)
+    db.close()
+
+
 class SqliteConnections:
     """Per-thread connections to one store file, prepared (created, migrated) at init."""
 
@@ -90,8 +113,8 @@ class SqliteConnections:
         self.path = path
         self.options = options or SqliteOptions()
         self._local = threading.local()
-        self._conns: dict[int, sqlite3.Connection] = {}
-        self._conns_lock = threading.Lock()
+        self._conns: set[sqlite3.Connection] = set()
+        self._conns_lock = threading.RLock()
         self._closed = False
         schema.prepare(
             path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
@@ -99,20 +122,15 @@ class SqliteConnections:
 
     # --- connections and transactions ----------------------------------------------
     def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None or self._closed:
-            db = self._connect()
-        return db
+        holder: _Holder | None = getattr(self._local, "holder", None)
+        if holder is None or self._closed:
+            return self._connect()
+        return holder.db
 
     def _connect(self) -> sqlite3.Connection:
         with self._conns_lock:
             if self._closed:
                 raise StoreUnavailable(f"the store {self.path} is closed")
-            # Connections of threads that ended are closed here rather than leaked: the
-            # FUSE daemon's worker threads come and go.
-            alive = {t.ident for t in threading.enumerate()}
-            for ident in [i for i in self._conns if i not in alive]:
-                self._conns.pop(ident).close()
             try:
                 db = schema.connect(
                     self.path,
@@ -121,9 +139,11 @@ class SqliteConnections:
                 )
             except sqlite3.Error as e:
                 raise translate(e, self.path) from e
-            self._conns[threading.get_ident()] = db
-            self._local.db = db
-            return db
+            self._conns.add(db)
+        holder = _Holder(db)
+        weakref.finalize(holder, _release, self._conns, self._conns_lock, db)
+        self._local.holder = holder
+        return db
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -161,6 +181,7 @@ class SqliteConnections:
     def close(self) -> None:
         with self._conns_lock:
             self._closed = True
-            conns, self._conns = list(self._conns.values()), {}
+            conns = list(self._conns)
+            self._conns.clear()
         for db in conns:
             db.close()

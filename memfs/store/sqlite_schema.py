@@ -146,7 +146,18 @@ def inspect(path: Path) -> FileState:
             f"{path} is an SQLite database of another application"
             f" (application_id {app_id:#x}), not a memfs store; {_advice(path)}"
         )
-    tables = _tables_read_only(path)
+    # The raw header said "no id", but another process may be creating a store here right
+    # now: ask SQLite, which waits for that commit and reads id and tables together.
+    app_id, version, tables = _read_only_look(path)
+    if app_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise newer_version(path, version)
+        return "ours"
+    if app_id != 0:
+        raise CorruptStore(
+            f"{path} is an SQLite database of another application"
+            f" (application_id {app_id:#x}), not a memfs store; {_advice(path)}"
+        )
     if tables:
         shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
         raise CorruptStore(
@@ -178,21 +189,26 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
         )
 
 
-def _tables_read_only(path: Path) -> list[str]:
+def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
+    """Application id, schema version and table names, read in one read transaction."""
     uri = f"file:{quote(str(path))}?mode=ro"
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None)
     except sqlite3.Error as e:
         raise CorruptStore(f"cannot inspect {path} ({e}); {_advice(path)}") from e
     try:
+        db.execute("BEGIN")
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
         rows = db.execute(
             "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
+        db.execute("COMMIT")
     except sqlite3.Error as e:
         raise CorruptStore(f"{path} is a damaged SQLite database ({e}); {_advice(path)}") from e
     finally:
         db.close()
-    return [r[0] for r in rows]
+    return int(app_id), int(version), [r[0] for r in rows]
 
 
 def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
