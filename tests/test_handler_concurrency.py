@@ -79,12 +79,20 @@ def reap(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[str]:
     return outs
 
 
-def test_two_handler_processes_lose_no_edit(tmp_path: Path) -> None:
-    root = tmp_path / "mem"
-    MemoryHandler(root)
+@pytest.mark.parametrize(
+    ("where", "n"), [("plain", 200), pytest.param("mount", 40, marks=pytest.mark.fuse)]
+)
+def test_two_handler_processes_lose_no_edit(
+    tmp_path: Path, request: pytest.FixtureRequest, where: str, n: int
+) -> None:
+    """On a plain directory and on a memfs mount (where flock is the kernel's own)."""
+    if where == "mount":
+        root = request.getfixturevalue("memfs_mount").mountpoint
+    else:
+        root = tmp_path / "mem"
+        MemoryHandler(root)
     (root / "log.md").write_text(f"START\n{END}\n")
     go = tmp_path / "go"
-    n = 200
     procs = [spawn(WORKER, str(root), tag, str(n), str(go)) for tag in ("A", "B")]
     go.touch()
     outs = reap(procs)
@@ -95,7 +103,7 @@ def test_two_handler_processes_lose_no_edit(tmp_path: Path) -> None:
         mine = [line for line in lines if line.startswith(f"{tag}-")]
         assert mine == [f"{tag}-{k}" for k in range(n)]  # all there, once, in order
     assert len(lines) == 2 + 2 * n
-    assert not list(root.glob(".memfs-tmp-*"))
+    assert sorted(p.name for p in root.iterdir()) == ["log.md"]  # no temp file left
 
 
 def test_a_person_appending_meanwhile_loses_nothing_the_handlers_wrote(tmp_path: Path) -> None:

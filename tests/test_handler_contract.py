@@ -841,3 +841,52 @@ def test_per_command_methods(h: MemoryHandler, root: Path) -> None:
     assert h.rename("/memories/m.md", "/memories/n.md").is_error is False
     assert h.delete("/memories/n.md") == Result("Successfully deleted /memories/n.md", False)
     assert list(root.iterdir()) == []
+
+
+# --- the same contract on a memfs FUSE mount ---------------------------------------------
+
+SCRIPT: list[dict[str, Any]] = [
+    {"command": "view", "path": "/memories"},
+    {"command": "create", "path": "/memories/a/b.md", "file_text": "one\r\ntwo\r\n"},
+    {"command": "create", "path": "/memories/a/b.md", "file_text": "again"},
+    {"command": "str_replace", "path": "/memories/a/b.md", "old_str": "two", "new_str": "2"},
+    {"command": "str_replace", "path": "/memories/a/b.md", "old_str": "nope", "new_str": "2"},
+    {"command": "insert", "path": "/memories/a/b.md", "insert_line": 0, "insert_text": "zero"},
+    {"command": "insert", "path": "/memories/a/b.md", "insert_line": 9, "insert_text": "x"},
+    {"command": "view", "path": "/memories/a/b.md"},
+    {"command": "view", "path": "/memories/a/b.md", "view_range": [2, -1]},
+    {"command": "rename", "old_path": "/memories/a/b.md", "new_path": "/memories/c/d.md"},
+    {"command": "create", "path": "/memories/c/e.md", "file_text": "e\n"},
+    {"command": "rename", "old_path": "/memories/c/d.md", "new_path": "/memories/c/e.md"},
+    {"command": "rename", "old_path": "/memories/c", "new_path": "/memories/c/sub"},
+    {"command": "view", "path": "/memories"},
+    {"command": "view", "path": "/memories/c"},
+    {"command": "delete", "path": "/memories/c/e.md"},
+    {"command": "delete", "path": "/memories/c"},
+    {"command": "delete", "path": "/memories"},
+    {"command": "view", "path": "/memories/c"},
+    {"command": "view", "path": "/memories"},
+]
+
+
+def run_script(h: MemoryHandler) -> list[tuple[Any, bool]]:
+    out = []
+    for cmd in SCRIPT:
+        content, is_error = h.execute(cmd)
+        if isinstance(content, str) and content.startswith("Here're the files"):
+            # Directory sizes are the file system's own (4.0K on ext4, 0B on the mount).
+            head, *rows = content.split("\n")
+            content = "\n".join([head, *(row.split("\t", 1)[1] for row in rows)])
+        out.append((content, is_error))
+    return out
+
+
+@pytest.mark.fuse
+def test_same_results_on_a_memfs_mount(memfs_mount: Any, tmp_path: Path) -> None:
+    mountpoint = memfs_mount.mountpoint
+    on_mount = run_script(MemoryHandler(mountpoint))
+    on_disk = run_script(MemoryHandler(tmp_path / "plain"))
+    assert on_mount == on_disk
+    assert on_mount[3][1] is False  # the edits did happen
+    left = [p.name for p in mountpoint.rglob("*")]
+    assert left == ["a"]  # no temp file of any name left on the mount

@@ -40,6 +40,10 @@ from memfs.paths import MemPath
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 TEMP_PREFIX = ".memfs-tmp-"
+# A memfs mount refuses the reserved prefix (EINVAL) for every name it is asked to make,
+# its own included; there the temp file gets a hidden name the path gate accepts. O_EXCL
+# and 64 random bits make a clash with a model's file harmless (another name is drawn).
+FALLBACK_TEMP_PREFIX = ".tmp-memfs-"
 EDIT_TRIES = 20
 # Losing the lock race to another memfs handler is progress, not interference: allow many.
 LOCK_TRIES = 1000
@@ -49,6 +53,7 @@ READ_LIMIT = 64 * 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO someone planted must not hang the handler.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_NOREPLACE = 1
 
 
@@ -161,6 +166,8 @@ class Tree:
         # A hook for tests: called inside edit() after the new content is computed and
         # before the re-check, to let a test change the file at exactly that moment.
         self.before_commit: Callable[[], None] | None = None
+        # Devices (st_dev) that refused a TEMP_PREFIX name: memfs mounts.
+        self._no_reserved_names: set[int] = set()
 
     @contextlib.contextmanager
     def _root(self) -> Iterator[int]:
@@ -264,13 +271,21 @@ class Tree:
     def _write_temp(
         self, dir_fd: int, data: bytes, mode: int, owner: tuple[int, int] | None
     ) -> str:
-        name = TEMP_PREFIX + secrets.token_hex(8)
-        fd = os.open(
-            name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            mode,
-            dir_fd=dir_fd,
-        )
+        dev = os.fstat(dir_fd).st_dev
+        for _ in range(8):
+            prefix = FALLBACK_TEMP_PREFIX if dev in self._no_reserved_names else TEMP_PREFIX
+            name = prefix + secrets.token_hex(8)
+            try:
+                fd = os.open(name, _TEMP_FLAGS, mode, dir_fd=dir_fd)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                if exc.errno != errno.EINVAL or prefix != TEMP_PREFIX:
+                    raise
+                self._no_reserved_names.add(dev)
+        else:
+            raise FileExistsError(errno.EEXIST, "no free temporary name", name)
         try:
             try:
                 os.fchmod(fd, mode)  # the umask must not decide a memory file's mode
