@@ -45,6 +45,7 @@ LIBFUSE2_TIMEOUT = 1.0
 READY_DEADLINE_S = 30.0
 
 _mfusepy: ModuleType | None = None
+_pinned = threading.local()
 _fuse_class: type | None = None
 
 
@@ -91,6 +92,19 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
             self._cache_readdir = cache_readdir
             super().__init__(operations, mountpoint, **kwargs)
 
+        def _wrapper(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+            # libfuse's worker threads are foreign to Python: ctypes gives each callback a
+            # fresh thread state and drops it afterwards, so thread-locals (the store's
+            # per-thread SQLite connection) vanish after every call, and the thread is
+            # missing from threading.enumerate() (the store then closes its connection
+            # from another thread while it is in use: a segfault). Taking one extra GIL
+            # state reference pins the thread state for the life of the worker thread.
+            if not getattr(_pinned, "yes", False):
+                ctypes.pythonapi.PyGILState_Ensure()
+                threading.current_thread()  # registers the worker with threading
+                _pinned.yes = True
+            return super()._wrapper(func, *args, **kwargs)
+
         def _started(self) -> None:
             fuse_ptr = mfusepy._libfuse.fuse_get_context().contents.fuse
             self._on_init(int(fuse_ptr or 0))
@@ -111,6 +125,12 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
                 new.decode(self.encoding, self.errors),
                 flags,
             )
+
+        def truncate_fuse_3(self, path: bytes | None, length: int, fip: Any) -> int:
+            # mfusepy drops the handle; an ftruncate of an unlinked file needs it.
+            fh = fip.contents.fh if fip else None
+            decoded = None if path is None else path.decode(self.encoding, self.errors)
+            return self.operations.truncate(decoded, length, fh)
 
         def utimens_fuse_2(self, path: bytes | None, buf: Any) -> int:
             times = (one_time(buf.contents.actime), one_time(buf.contents.modtime)) if buf else None
@@ -254,6 +274,10 @@ def serve(
         "hard_remove": True,
         "default_permissions": True,
     }
+    if major >= 3:
+        # Idle workers are kept rather than ended: each one holds a pinned Python thread
+        # state and an SQLite connection (see _wrapper). libfuse 2 never ends them.
+        kwargs["max_idle_threads"] = 64
     if options.auto_unmount:
         kwargs["auto_unmount"] = True
     if options.allow_other:

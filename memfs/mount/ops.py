@@ -5,7 +5,8 @@ names are FUSE operation names: an attribute with such a name is registered as a
 callback, one set to ``None`` is not (the kernel then gets ENOSYS once and stops asking).
 That is how the warm read path stays out of Python: ``open`` answers ENOSYS, which puts
 the kernel in "no open" mode (no OPEN/FLUSH/RELEASE round trips, pages cached across
-opens); flush, release, access and the xattr ops are unregistered.
+opens); flush, access and the xattr ops are unregistered. ``release`` is registered
+but only files created through the mount send it (see :mod:`memfs.mount.handles`).
 
 Every operation maps errors to errno in ONE place, :func:`errno_of`; anything unexpected
 is logged with its traceback and becomes EIO.
@@ -20,17 +21,19 @@ import os
 import stat
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memfs import errors
 from memfs.mount.authors import author_of
 from memfs.mount.buffers import Buffer, BufferTable, QuietCommitter, ReadCache
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
+from memfs.mount.handles import Handles
+from memfs.mount.options import MountOptions, errno_of
 from memfs.paths import parse_rel
 from memfs.store.base import Change, Entry, Store
+
+__all__ = ["MemfsOperations", "MountOptions", "errno_of"]
 
 log = logging.getLogger(__name__)
 
@@ -39,57 +42,6 @@ T = TypeVar("T")
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 RENAME_WHITEOUT = 4
-
-
-@dataclass(frozen=True, slots=True)
-class MountOptions:
-    """How the mount trades freshness, durability and speed.
-
-    attr_timeout / entry_timeout: seconds the kernel trusts cached attributes and names.
-        Long is safe because other writers' changes are invalidated from the change feed.
-    negative_timeout: 0 so a name created elsewhere is found at once.
-    commit_quiet_period: a buffered write reaches the store this long after the last
-        write to that file (fsync commits at once). A crash (kill -9) loses at most the
-        writes of this last window, and never leaves a torn file.
-    commit_on_close: also commit on every close() (registers FLUSH: one Python callback
-        per close, read-only opens included). close() then means committed.
-    poll_interval: how often the change feed is read; bounds staleness for readers.
-    cache_readdir: let the kernel keep directory listings (registers opendir).
-    callback_counter: if given, every callback increments it (benchmarks).
-    """
-
-    attr_timeout: float = 60.0
-    entry_timeout: float = 60.0
-    negative_timeout: float = 0.0
-    commit_quiet_period: float = 0.1
-    commit_on_close: bool = False
-    poll_interval: float = 0.1
-    cache_readdir: bool = True
-    auto_unmount: bool = True
-    allow_other: bool = False
-    callback_counter: Counter[str] | None = None
-
-
-def errno_of(exc: BaseException) -> int:
-    """The errno for an exception raised inside an operation (the one mapping helper)."""
-    table: list[tuple[type[BaseException], int]] = [
-        (errors.NotFound, errno.ENOENT),
-        (errors.AlreadyExists, errno.EEXIST),
-        (errors.NotADirectory, errno.ENOTDIR),
-        (errors.IsADirectory, errno.EISDIR),
-        (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
-        (errors.Conflict, errno.EAGAIN),
-        (errors.TooLarge, errno.EFBIG),
-        (errors.InvalidMove, errno.EINVAL),
-        (errors.StoreUnavailable, errno.EIO),
-        (errors.PathError, errno.EINVAL),
-    ]
-    for kind, code in table:
-        if isinstance(exc, kind):
-            return code
-    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
-        return exc.errno
-    return errno.EIO
 
 
 def _op(method: Callable[..., T]) -> Callable[..., T]:
@@ -137,7 +89,6 @@ class MemfsOperations:
 
     # Unregistered on purpose (see the module docstring).
     flush: Any = None
-    release = None
     releasedir = None
     access = None
     getxattr = None
@@ -162,6 +113,7 @@ class MemfsOperations:
         self._own = OwnChanges(store)
         self._buffers = BufferTable(store, self._mutex, self._own.run)
         self._cache = ReadCache()
+        self._handles = Handles()
         self._uid = os.getuid()
         self._gid = os.getgid()
         self._committer = QuietCommitter(self._buffers, self.options.commit_quiet_period)
@@ -268,7 +220,10 @@ class MemfsOperations:
 
     # --- reading ------------------------------------------------------------------------
     @_op
-    def getattr(self, path: str, fh: int | None = None) -> dict[str, int]:
+    def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
+        orphan = self._handles.orphaned(fh) if path is None else None
+        if orphan is not None:
+            return self._pending_attrs(orphan)
         p = rel(path)
         with self._mutex:
             buf = self._buffers.get(p)
@@ -318,7 +273,10 @@ class MemfsOperations:
         raise OSError(errno.ENOSYS, "no open needed")
 
     @_op
-    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+    def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
+        orphan = self._handles.orphaned(fh) if path is None else None
+        if orphan is not None:
+            return bytes(orphan.data[offset : offset + size])
         p = rel(path)
         with self._mutex:
             buf = self._buffers.get(p)
@@ -364,12 +322,22 @@ class MemfsOperations:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             self._buffers.create(p, mode & 0o7777, author)
         self._committer.poke()
+        # The only requests with a real file handle in no-open mode: see handles.py.
+        return self._handles.new(p)
+
+    @_op
+    def release(self, path: str | None, fh: int) -> int:
+        self._handles.release(fh)
         return 0
 
     @_op
-    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
-        p = rel(path)
+    def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
         pid = self._caller_pid()
+        orphan = self._handles.orphaned(fh) if path is None else None
+        if orphan is not None:
+            orphan.write(data, offset, orphan.author)
+            return len(data)
+        p = rel(path)
         with self._mutex:
             buf = self._buffers.get(p)
             author = buf.author if buf is not None and f"(pid {pid})" in buf.author else None
@@ -387,7 +355,11 @@ class MemfsOperations:
         return len(data)
 
     @_op
-    def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+    def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:
+        orphan = self._handles.orphaned(fh) if path is None else None
+        if orphan is not None:
+            orphan.resize(length, orphan.author)
+            return 0
         p = rel(path)
         author = self._author()
         with self._mutex:
@@ -405,7 +377,9 @@ class MemfsOperations:
         return 0
 
     @_op
-    def fsync(self, path: str, datasync: int, fh: int) -> int:
+    def fsync(self, path: str | None, datasync: int, fh: int) -> int:
+        if path is None and self._handles.orphaned(fh) is not None:
+            return 0  # an unlinked file has nowhere to be committed to
         with self._mutex:
             self._commit(rel(path))
         return 0
@@ -451,6 +425,7 @@ class MemfsOperations:
         with self._mutex:
             buf = self._buffers.drop(p)
             self._cache.forget(p)
+            self._keep_open_data(p, buf)
             if buf is not None and buf.base_rev == 0:
                 # Created and removed before it was ever committed (vim's 4913 probe,
                 # lock files): the store never needs to hear of it.
@@ -460,6 +435,17 @@ class MemfsOperations:
                 raise OSError(errno.EISDIR, "is a directory")
             self._mutate(author, lambda: self.store.delete(p, author=author))
         return 0
+
+    def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
+        """Give files created here and still open a private copy before ``p`` goes."""
+        fhs = self._handles.open_on(p)
+        if not fhs:
+            return
+        if buf is None:
+            data, entry = self.store.read(p)
+            buf = Buffer(p, bytearray(data), author="", base_rev=entry.rev, mode=entry.mode)
+        for fh in fhs:
+            self._handles.orphan(fh, buf)
 
     @_op
     def symlink(self, path: str, target: str) -> int:
@@ -490,6 +476,7 @@ class MemfsOperations:
             self._mutate(
                 author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
             )
+            self._handles.moved(src, dst)
             moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
             for d in moved:
                 self._known_dirs.discard(d)

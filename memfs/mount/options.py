@@ -1,0 +1,60 @@
+"""Mount options and the one errno mapping of the FUSE operations (no FUSE import)."""
+
+from __future__ import annotations
+
+import errno
+from collections import Counter
+from dataclasses import dataclass
+
+from memfs import errors
+
+
+@dataclass(frozen=True, slots=True)
+class MountOptions:
+    """How the mount trades freshness, durability and speed.
+
+    attr_timeout / entry_timeout: seconds the kernel trusts cached attributes and names.
+        Long is safe because other writers' changes are invalidated from the change feed.
+    negative_timeout: 0 so a name created elsewhere is found at once.
+    commit_quiet_period: a buffered write reaches the store this long after the last
+        write to that file (fsync commits at once). A crash (kill -9) loses at most the
+        writes of this last window, and never leaves a torn file.
+    commit_on_close: also commit on every close() (registers FLUSH: one Python callback
+        per close, read-only opens included). close() then means committed.
+    poll_interval: how often the change feed is read; bounds staleness for readers.
+    cache_readdir: let the kernel keep directory listings (registers opendir).
+    callback_counter: if given, every callback increments it (benchmarks).
+    """
+
+    attr_timeout: float = 60.0
+    entry_timeout: float = 60.0
+    negative_timeout: float = 0.0
+    commit_quiet_period: float = 0.1
+    commit_on_close: bool = False
+    poll_interval: float = 0.1
+    cache_readdir: bool = True
+    auto_unmount: bool = True
+    allow_other: bool = False
+    callback_counter: Counter[str] | None = None
+
+
+def errno_of(exc: BaseException) -> int:
+    """The errno for an exception raised inside an operation (the one mapping helper)."""
+    table: list[tuple[type[BaseException], int]] = [
+        (errors.NotFound, errno.ENOENT),
+        (errors.AlreadyExists, errno.EEXIST),
+        (errors.NotADirectory, errno.ENOTDIR),
+        (errors.IsADirectory, errno.EISDIR),
+        (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
+        (errors.Conflict, errno.EAGAIN),
+        (errors.TooLarge, errno.EFBIG),
+        (errors.InvalidMove, errno.EINVAL),
+        (errors.StoreUnavailable, errno.EIO),
+        (errors.PathError, errno.EINVAL),
+    ]
+    for kind, code in table:
+        if isinstance(exc, kind):
+            return code
+    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+        return exc.errno
+    return errno.EIO
