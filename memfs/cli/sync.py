@@ -1,7 +1,78 @@
-"""Placeholder until this command group lands; it registers nothing."""
+"""``memfs sync DIR``: keep a plain directory and a store in two-way sync."""
 
 from __future__ import annotations
 
+import logging
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
 import click
 
-COMMANDS: list[click.Command] = []
+from memfs.errors import MemfsError
+
+if TYPE_CHECKING:
+    from memfs.sync import Mirror
+
+
+@click.command()
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@click.option("--once", is_flag=True, help="Do one reconciliation pass and exit.")
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Sync-state file (default: in the user state directory, per DIR and store).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log every file synced.")
+def sync(
+    directory: Path, store_url: str | None, once: bool, state_path: Path | None, verbose: bool
+) -> None:
+    """Keep DIR and a memory store in two-way sync until Ctrl-C.
+
+    Edits in DIR (from any editor) land in the store, the store's changes land in DIR.
+    When both sides changed a file, the store's version keeps the name and DIR's is kept
+    beside it as NAME.conflict-<time>-local.EXT, in DIR and in the store.
+    """
+    from memfs.store import default_url
+    from memfs.sync import Mirror
+
+    _log_to_stderr(verbose)
+    try:
+        url = store_url if store_url is not None else default_url()
+        mirror = Mirror(directory, url, state_path=state_path)
+        if once:
+            mirror.run_once()
+            click.echo(f"Synced {mirror.root} with {url}.")
+            return
+        _stop_on_signals(mirror)
+        click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
+        mirror.run()
+        click.echo(f"Stopped syncing {mirror.root}.", err=True)
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    logger = logging.getLogger("memfs.sync")
+    if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("memfs sync: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def _stop_on_signals(mirror: Mirror) -> None:
+    # The loop runs on this (the main) thread; the handler only asks it to finish, so
+    # pending edits are flushed and the state saved before the process exits.
+    def handle(signum: int, frame: FrameType | None) -> None:
+        mirror.stop_soon()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+COMMANDS: list[click.Command] = [sync]

@@ -1,0 +1,459 @@
+"""Applying the decision table: one reconcile pass over a set of paths, both sides.
+
+:class:`Engine` looks at each path's three versions (sync state, DIR, store), asks
+:func:`memfs.sync.merge.decide` what to do and does it, advancing the sync state only
+after both sides hold the result. It never waits: work that must wait (a delete not yet
+corroborated, a file still being written, a store write that lost a race) goes back to
+the caller as paths to look at again, via ``later`` and ``again``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from memfs.errors import (
+    AlreadyExists,
+    Conflict,
+    DirectoryNotEmpty,
+    NotFound,
+    PathError,
+    StoreError,
+    TooLarge,
+)
+from memfs.store.base import Entry, Store
+from memfs.sync.disk import Disk, LocalFile, Oversize, Unstable, sha256
+from memfs.sync.merge import Action, Version, decide, is_wipe
+from memfs.sync.names import conflict_name, ignored_path, refused_path
+from memfs.sync.state import Record, SyncState
+
+log = logging.getLogger("memfs.sync")
+
+
+@dataclass(slots=True)
+class Look:
+    """What one path holds on each side right now."""
+
+    path: str
+    local: Version | None = None
+    local_file: LocalFile | None = None
+    local_st: os.stat_result | None = None
+    remote: Version | None = None
+    remote_entry: Entry | None = None
+    remote_data: bytes | None = None
+
+
+class Skip(Exception):
+    """This path cannot be synced now (warned already); leave it alone."""
+
+
+class Engine:
+    """Reconciles paths between a directory and a store; not thread-safe (one worker)."""
+
+    def __init__(
+        self,
+        disk: Disk,
+        store: Store,
+        state: SyncState,
+        *,
+        author: str,
+        delete_grace: float,
+        settle: float,
+    ) -> None:
+        self.disk = disk
+        self.store = store
+        self.state = state
+        self.author = author
+        self.delete_grace = delete_grace
+        self.settle_ns = int(settle * 1e9)
+        self.dirty = False  # state changed since the last save
+        self.later: dict[str, float] = {}  # path -> monotonic time to look again
+        self.again: set[str] = set()  # look again at once (lost a race)
+        self._missing_since: dict[str, float] = {}
+        self._last_new_missing = 0.0
+        self._warned: set[tuple[str, object]] = set()
+
+    # --- entry point ----------------------------------------------------------------
+    def reconcile(
+        self, paths: Iterable[str], subtrees: Iterable[str] = (), *, hash_all: bool = True
+    ) -> None:
+        """Bring every path in ``paths`` and below each of ``subtrees`` in sync.
+
+        ``hash_all``: re-read files even if their stat matches the record (events say a
+        write happened; scans trust an unchanged stat like git does).
+        """
+        todo = set(paths)
+        for top in subtrees:
+            todo |= self._under(top)
+        todo.discard("")
+        looks: list[tuple[Look, Action]] = []
+        for path in sorted(todo):
+            if self._skipped(path):
+                continue
+            try:
+                look = self._look(path, hash_all=hash_all)
+            except Skip:
+                continue
+            base = self.state.entries.get(path)
+            looks.append((look, decide(base.version if base else None, look.local, look.remote)))
+        self._missing_seen(looks)
+        deletes = [(lk, a) for lk, a in looks if a in (Action.DELETE_LOCAL, Action.DELETE_REMOTE)]
+        ready = self._corroborated([lk.path for lk, a in deletes if a is Action.DELETE_REMOTE])
+        for look, action in looks:
+            if action not in (Action.DELETE_LOCAL, Action.DELETE_REMOTE):
+                self._guard(look, action)
+        for look, action in reversed(deletes):  # children before their directory
+            if action is Action.DELETE_LOCAL or look.path in ready:
+                self._guard(look, action)
+
+    def _under(self, top: str) -> set[str]:
+        found = {top} | set(self.state.under(top))
+        found |= {rel for rel, _ in self.disk.scan(top)} if self.disk.lstat(top) else set()
+        with contextlib.suppress(NotFound, StoreError):
+            found |= {e.path for e in self.store.walk(top)}
+        return found
+
+    def _skipped(self, path: str) -> bool:
+        if ignored_path(path):
+            return True
+        problem = refused_path(path)
+        if problem is not None:
+            self.warn_once(path, "refused", "not syncing %s: %s", path, problem)
+            return True
+        return False
+
+    def warn_once(self, path: str, key: object, msg: str, *args: object) -> None:
+        if (path, key) not in self._warned:
+            self._warned.add((path, key))
+            log.warning(msg, *args)
+
+    # --- looking --------------------------------------------------------------------
+    def _look(self, path: str, *, hash_all: bool) -> Look:
+        look = Look(path)
+        base = self.state.entries.get(path)
+        st = self.disk.lstat(path)
+        look.local_st = st
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode):
+                look.local = Version.dir()
+            elif stat.S_ISREG(st.st_mode):
+                if not hash_all and base and base.kind == "file" and base.same_stat(st):
+                    look.local = base.version
+                else:
+                    look.local_file = self._read_local(path, st, hash_all=hash_all)
+                    look.local = Version.file(look.local_file.sha256)
+            else:
+                kind = "symlink" if stat.S_ISLNK(st.st_mode) else "special file"
+                self.warn_once(path, kind, "not syncing %s: it is a %s", path, kind)
+                raise Skip(path)
+        try:
+            entry = self.store.stat(path)
+        except NotFound:
+            entry = None
+        look.remote_entry = entry
+        if entry is not None:
+            if entry.kind == "dir":
+                look.remote = Version.dir()
+            elif entry.kind == "file":
+                if base and base.kind == "file" and base.rev == entry.rev:
+                    look.remote = base.version
+                else:
+                    self._read_remote(look)
+            else:
+                self.warn_once(
+                    path, "rsymlink", "not syncing %s: it is a symlink in the store", path
+                )
+                raise Skip(path)
+        return look
+
+    def _read_local(self, path: str, st: os.stat_result, *, hash_all: bool) -> LocalFile:
+        try:
+            # A scan has no event saying the write finished, so it leaves young files to
+            # the watcher (or the next pass).
+            return self.disk.read(path, min_age_ns=0 if hash_all else self.settle_ns)
+        except Unstable:
+            self.later[path] = time.monotonic() + self.settle_ns / 1e9
+            raise Skip(path) from None
+        except Oversize as e:
+            self.warn_once(
+                path, ("big", st.st_size, st.st_mtime_ns),
+                "not syncing %s: %d bytes is over the limit of %d",
+                path, e.size, self.disk.max_file_bytes,
+            )  # fmt: skip
+            raise Skip(path) from None
+        except FileNotFoundError:
+            self.again.add(path)
+            raise Skip(path) from None
+        except OSError as e:
+            self.warn_once(path, ("os", e.errno), "cannot read %s: %s", path, e.strerror)
+            raise Skip(path) from None
+
+    def _read_remote(self, look: Look) -> None:
+        try:
+            data, entry = self.store.read(look.path)
+        except NotFound:
+            look.remote_entry, look.remote = None, None
+            return
+        look.remote_entry, look.remote_data = entry, data
+        look.remote = Version.file(sha256(data))
+
+    # --- corroborating deletes ------------------------------------------------------
+    def _missing_seen(self, looks: list[tuple[Look, Action]]) -> None:
+        now = time.monotonic()
+        for look, action in looks:
+            if look.local is not None:
+                self._missing_since.pop(look.path, None)
+            elif action is Action.DELETE_REMOTE and look.path not in self._missing_since:
+                self._missing_since[look.path] = now
+                self._last_new_missing = now
+
+    def _corroborated(self, paths: list[str]) -> set[str]:
+        """The local deletions that are real: missing past the grace period, with no new
+        vanishing since, and not a wipe (then they are restored from the store)."""
+        if not paths:
+            return set()
+        now = time.monotonic()
+        quiet_at = self._last_new_missing + self.delete_grace
+        waiting = [p for p in paths if self._missing_since[p] + self.delete_grace > now]
+        if waiting or now < quiet_at:
+            due = max(quiet_at, *(self._missing_since[p] + self.delete_grace for p in paths))
+            for p in paths:
+                self.later[p] = due
+            return set()
+        files = sum(1 for p in paths if self.state.entries[p].kind == "file")
+        if is_wipe(files, self.state.files()):
+            log.warning(
+                "%d of the %d synced files vanished from %s at once; treating it as a wiped"
+                " or replaced folder and restoring them from the store instead of deleting"
+                " them there",
+                files, self.state.files(), self.disk.root,
+            )  # fmt: skip
+            for p in paths:
+                self._missing_since.pop(p, None)
+                self.state.entries.pop(p, None)  # base gone: the merge now pulls it back
+                self.again.add(p)
+            self.dirty = True
+            return set()
+        for p in paths:
+            self._missing_since.pop(p, None)
+        return set(paths)
+
+    # --- doing ----------------------------------------------------------------------
+    def _guard(self, look: Look, action: Action) -> None:
+        try:
+            self._apply(look, action)
+        except (Conflict, AlreadyExists):
+            self.again.add(look.path)  # the store moved under us: decide again
+        except DirectoryNotEmpty:
+            # Its children are still being decided (a delete not yet corroborated, or new
+            # ones to pull); come back when they are.
+            self.later[look.path] = time.monotonic() + 2 * self.delete_grace
+        except TooLarge as e:
+            key = ("too-large", look.local.sha256 if look.local else None)
+            self.warn_once(look.path, key, "not syncing %s: %s", look.path, e)
+        except PathError as e:
+            self.warn_once(look.path, "refused", "not syncing %s: %s", look.path, e)
+        except (OSError, StoreError) as e:
+            self.warn_once(look.path, ("err", str(e)), "cannot sync %s now: %s", look.path, e)
+            self.later[look.path] = time.monotonic() + 1.0
+
+    def _apply(self, look: Look, action: Action) -> None:
+        path, base = look.path, self.state.entries.get(look.path)
+        if action is Action.NOTHING:
+            if base is not None:
+                self._record(look)  # same content; refresh rev and stat
+        elif action is Action.RECORD:
+            self._record(look)
+        elif action is Action.FORGET:
+            self._forget(path)
+        elif action is Action.PUSH:
+            self._push(look)
+        elif action is Action.PULL:
+            self._pull(look)
+        elif action is Action.DELETE_REMOTE:
+            self._delete_remote(look)
+        elif action is Action.DELETE_LOCAL:
+            self._delete_local(look, base)
+        elif action is Action.CONFLICT:
+            self._conflict(look)
+
+    def _record(self, look: Look, *, entry: Entry | None = None) -> None:
+        entry = entry or look.remote_entry
+        local = look.local
+        if local is None or entry is None:
+            return
+        st = look.local_file.st if look.local_file else look.local_st
+        rec = Record(kind=local.kind, rev=entry.rev, sha256=local.sha256)
+        if st is not None and local.kind == "file":
+            rec.size, rec.mtime_ns, rec.ctime_ns, rec.ino = (
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+            )  # fmt: skip
+        if self.state.entries.get(look.path) != rec:
+            self.state.entries[look.path] = rec
+            self.dirty = True
+
+    def _forget(self, path: str) -> None:
+        if self.state.entries.pop(path, None) is not None:
+            self.dirty = True
+        # A directory whose removal waited for its children can go now.
+        parent = path.rpartition("/")[0]
+        if parent:
+            self.again.add(parent)
+
+    def _record_parents(self, path: str) -> None:
+        # Parents made implicitly on either side must be in the base too, or a later
+        # rm -r would look like a brand-new remote directory and come back.
+        parent = str(PurePosixPath(path).parent)
+        while parent not in (".", ""):
+            if parent in self.state.entries:
+                break
+            self.state.entries[parent] = Record(kind="dir", rev=0)
+            self.dirty = True
+            parent = str(PurePosixPath(parent).parent)
+
+    def _push(self, look: Look) -> None:
+        path, entry = look.path, look.remote_entry
+        assert look.local is not None
+        if look.local.kind == "dir":
+            if entry is not None and entry.kind == "file":
+                self._conflict(look)
+                return
+            new = self.store.mkdir(path, author=self.author, parents=True, exist_ok=True)
+        else:
+            assert look.local_file is not None
+            if entry is not None and entry.kind == "dir":
+                self.store.delete(path, author=self.author)  # only if empty, else decide again
+                entry = None
+            new = self.store.write(
+                path,
+                look.local_file.data,
+                author=self.author,
+                expected_rev=entry.rev if entry is not None else 0,
+                parents=True,
+            )
+        self._record(look, entry=new)
+        self._record_parents(path)
+
+    def _pull(self, look: Look) -> None:
+        path, entry = look.path, look.remote_entry
+        assert entry is not None and look.remote is not None
+        if look.remote.kind == "dir":
+            if look.local is not None and look.local.kind == "file":
+                self._conflict(look)
+                return
+            self.disk.makedirs(path)
+            look.local, look.local_st = Version.dir(), self.disk.lstat(path)
+            self._record(look)
+            self._record_parents(path)
+            return
+        if look.local is not None and look.local.kind == "dir":
+            if not self.disk.rmdir(path):
+                self._conflict(look)
+                return
+            look.local = None
+        if look.remote_data is None:
+            self._read_remote(look)
+            if look.remote_entry is None or look.remote_data is None:
+                self.again.add(path)
+                return
+        data = look.remote_data
+        expected = look.local.sha256 if look.local is not None else None
+        st, displaced = self.disk.replace(path, data, expected, mode=entry.mode or 0o600)
+        if st is None:
+            self.again.add(path)  # the person saved meanwhile: decide again
+            return
+        if displaced is not None:
+            self._keep_local_copy(path, displaced)
+        look.local, look.local_file = Version.file(sha256(data)), LocalFile(data, sha256(data), st)
+        self._record(look)
+        self._record_parents(path)
+
+    def _delete_remote(self, look: Look) -> None:
+        path, entry = look.path, look.remote_entry
+        assert entry is not None
+        # The store's delete has no expected_rev; re-check just before, so an agent's
+        # write is only at risk in the width of one query.
+        try:
+            if self.store.stat(path).rev != entry.rev and entry.kind == "file":
+                self.again.add(path)
+                return
+            self.store.delete(path, author=self.author)
+        except NotFound:
+            pass
+        self._forget(path)
+
+    def _delete_local(self, look: Look, base: Record | None) -> None:
+        path = look.path
+        assert base is not None and look.local is not None
+        if look.local.kind == "dir":
+            if self.disk.rmdir(path):
+                self._forget(path)
+            return
+        assert look.local.sha256 is not None
+        if self.disk.remove(path, look.local.sha256):
+            self._forget(path)
+        else:
+            self.again.add(path)
+
+    def _conflict(self, look: Look) -> None:
+        """Both sides changed: the store's version keeps the name, the local one is kept
+        beside it (in DIR and in the store) under a conflict name."""
+        path = look.path
+        assert look.local is not None and look.remote is not None
+        copy = self._copy_path(path)
+        if look.local.kind == "dir":
+            # A whole local directory where the store has a file: move it aside in one
+            # rename; the next passes push it under its new name and pull the file.
+            os.rename(self.disk.abs(path), self.disk.abs(copy))
+            self._forget(path)
+            self.again.add(path)
+            self.later[copy] = time.monotonic()
+        else:
+            assert look.local_file is not None
+            self._keep_local_copy(path, look.local_file.data, copy=copy)
+            if look.remote.kind == "file":
+                self._pull(look)
+            elif self.disk.remove(path, look.local_file.sha256):
+                self.disk.makedirs(path)
+                look.local, look.local_st = Version.dir(), self.disk.lstat(path)
+                self._record(look)
+            else:
+                self.again.add(path)
+        log.warning(
+            "conflict on %s: both sides changed it; the store's version keeps the name,"
+            " the version from %s is kept beside it as %s",
+            path, self.disk.root, copy,
+        )  # fmt: skip
+
+    def _copy_path(self, path: str) -> str:
+        parent, _, name = path.rpartition("/")
+        taken = {e.name for e in self._remote_children(parent)}
+        with contextlib.suppress(OSError):
+            taken |= set(os.listdir(self.disk.abs(parent)))
+        copy_name = conflict_name(name, datetime.now(), "local", taken)
+        return f"{parent}/{copy_name}" if parent else copy_name
+
+    def _remote_children(self, parent: str) -> list[Entry]:
+        try:
+            return self.store.listdir(parent)
+        except StoreError:
+            return []
+
+    def _keep_local_copy(self, path: str, data: bytes, *, copy: str | None = None) -> None:
+        """Keep ``data`` (the DIR side's version of ``path``) as a conflict copy: first on
+        disk, so it is safe before anything else happens, then in the store."""
+        copy = copy or self._copy_path(path)
+        st, _ = self.disk.replace(copy, data, None)
+        new = self.store.write(copy, data, author=self.author, expected_rev=0, parents=True)
+        if st is not None:
+            self.state.entries[copy] = Record(
+                "file", new.rev, sha256(data), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            )
+            self.dirty = True

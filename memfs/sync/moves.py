@@ -1,0 +1,53 @@
+"""Renames in DIR become store renames, so a moved file or folder keeps its history.
+
+watchdog reports a rename inside DIR as one moved event (plus one per child for a
+directory). If the store still holds exactly what was synced under the old name and the
+new name is free on both sides, the mirror renames in the store; anything else falls
+back to the ordinary path-by-path reconcile (a create here, a corroborated delete there).
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+
+from memfs.errors import MemfsError, NotFound
+from memfs.sync.disk import Oversize, Unstable
+from memfs.sync.mirror import Engine
+
+log = logging.getLogger("memfs.sync")
+
+
+def try_rename(engine: Engine, src: str, dst: str, is_dir: bool) -> bool:
+    """Rename ``src`` to ``dst`` in the store if it is a plain move; True if it did."""
+    entries = engine.state.entries
+    base = entries.get(src)
+    if base is None or dst in entries or engine.disk.lstat(src) is not None:
+        return False
+    st = engine.disk.lstat(dst)
+    if st is None or stat.S_ISDIR(st.st_mode) != is_dir or (base.kind == "dir") != is_dir:
+        return False
+    store = engine.store
+    try:
+        if not is_dir and engine.disk.read(dst).sha256 != base.sha256:
+            return False
+        entry = store.stat(src)
+        if entry.kind != base.kind or (not is_dir and entry.rev != base.rev):
+            return False
+        try:
+            store.stat(dst)
+            return False
+        except NotFound:
+            pass
+        parent = dst.rpartition("/")[0]
+        if parent:
+            store.mkdir(parent, author=engine.author, parents=True, exist_ok=True)
+        store.rename(src, dst, author=engine.author)
+    except (MemfsError, OSError, Unstable, Oversize) as e:
+        log.debug("rename %s -> %s handled as delete + create: %s", src, dst, e)
+        return False
+    prefix = src + "/"
+    for path in [src, *(p for p in entries if p.startswith(prefix))]:
+        entries[dst + path[len(src) :]] = entries.pop(path)
+    engine.dirty = True
+    return True
