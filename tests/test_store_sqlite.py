@@ -6,6 +6,7 @@ import hashlib
 import os
 import random
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -273,3 +274,22 @@ def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
     path.chmod(0)
     with pytest.raises(StoreUnavailable, match="cannot"):
         open_store(str(path))
+
+
+@pytest.mark.parametrize(("option", "level"), [(None, 1), ("normal", 1), ("full", 2)])
+def test_synchronous_option_sets_every_connection(
+    tmp_path: Path, option: str | None, level: int
+) -> None:
+    options = {} if option is None else {"synchronous": option}
+    with open_store(str(tmp_path / "m.db"), **options) as store:
+        assert isinstance(store, SqliteStore)
+        seen: list[int] = []
+
+        def probe() -> None:
+            seen.append(store._db().execute("PRAGMA synchronous").fetchone()[0])
+
+        probe()
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join(30)
+        assert seen == [level, level]
