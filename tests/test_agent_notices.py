@@ -1,0 +1,136 @@
+"""Change notices in a real agent session: a person edits a file while the model thinks,
+and the next request carries exactly one notice naming it; the agent's own edits never
+appear. Once on a plain directory (snapshot fallback), once on a real FUSE mount (the
+store's change feed, with the person's author)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memfs.agent import AgentSession, NoticeAdded, run_agent
+from memfs.errors import NotFound
+from tests.fixtures.model_server import ModelServer, Request, memory, reply, text
+from tests.fixtures.mount import wait_for
+
+NOTICE_START = "Since your last turn, people changed /memories: "
+
+
+def _notice_blocks(request: Request) -> list[str]:
+    return [t for t in request.texts() if t.startswith(NOTICE_START)]
+
+
+def _script(server: ModelServer, person: Any) -> None:
+    server.script(
+        reply(memory("t1", "create", path="/memories/agent.md", file_text="mine\n")),
+        # While the model "thinks" about turn 2, the person edits a file.
+        reply(
+            memory("t2", "str_replace", path="/memories/agent.md", old_str="mine", new_str="ours"),
+            before=person,
+        ),
+        reply(memory("t3", "view", path="/memories")),
+        reply(text("Seen it.")),
+    )
+
+
+def test_notice_on_a_plain_directory(model_server: ModelServer, tmp_path: Path) -> None:
+    root = tmp_path / "memories"
+    root.mkdir()
+    (root / "todo.md").write_text("- milk\n")
+
+    def person(_: Request) -> None:
+        with open(root / "todo.md", "a") as f:
+            f.write("- eggs\n")
+
+    _script(model_server, person)
+    events = list(run_agent("Keep notes.", root, client=model_server.client()))
+
+    requests = model_server.requests
+    assert len(requests) == 4
+    assert [len(_notice_blocks(r)) for r in requests] == [0, 0, 1, 0]
+    assert _notice_blocks(requests[2]) == [f"{NOTICE_START}edited /memories/todo.md."]
+    # The notice follows the tool results of the same turn.
+    blocks = [b["type"] for m in requests[2].messages for b in m["content"]]
+    assert blocks == ["tool_result", "text"]
+    notices = [e for e in events if isinstance(e, NoticeAdded)]
+    assert [n.text for n in notices] == [f"{NOTICE_START}edited /memories/todo.md."]
+
+
+def test_changes_between_prompts_lead_the_next_prompt(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "memories"
+    root.mkdir()
+    model_server.script(reply(text("One.")), reply(text("Two.")), reply(text("Three.")))
+    with AgentSession(root, client=model_server.client()) as session:
+        list(session.ask("first"))
+        (root / "ideas.md").write_text("1\n")
+        list(session.ask("second"))
+        list(session.ask("third"))
+    second, third = model_server.requests[1], model_server.requests[2]
+    assert second.messages == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"{NOTICE_START}created /memories/ideas.md."},
+                {"type": "text", "text": "second"},
+            ],
+        }
+    ]
+    assert third.messages == [{"role": "user", "content": [{"type": "text", "text": "third"}]}]
+
+
+@pytest.mark.fuse
+def test_notice_on_a_real_mount_names_the_person(
+    model_server: ModelServer, memfs_mount: Any
+) -> None:
+    mountpoint = Path(memfs_mount.mountpoint)
+    store = memfs_mount.store()
+    (mountpoint / "todo.md").write_text("- milk\n")
+    # The mount commits a file when its last handle is released, which close() does not
+    # wait for: without this, the person's append could join our write as one "create".
+    wait_for(lambda: _content(store, "todo.md") == b"- milk\n", timeout=10, what="todo.md")
+    people: list[int] = []
+
+    def person(_: Request) -> None:
+        # Another process, so that its author differs from the agent's own pid.
+        target = mountpoint / "todo.md"
+        proc = subprocess.run(
+            ["sh", "-c", 'printf -- "- eggs\\n" >> "$1"; echo $$', "sh", str(target)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        people.append(int(proc.stdout))
+
+        edited = b"- milk\n- eggs\n"
+        wait_for(lambda: _content(store, "todo.md") == edited, timeout=10, what="the edit")
+
+    _script(model_server, person)
+    events = list(run_agent("Keep notes.", mountpoint, client=model_server.client()))
+
+    requests = model_server.requests
+    assert len(requests) == 4
+    assert [len(_notice_blocks(r)) for r in requests] == [0, 0, 1, 0]
+    (pid,) = people
+    assert _notice_blocks(requests[2]) == [
+        f"{NOTICE_START}edited /memories/todo.md (by sh (pid {pid}))."
+    ]
+    assert sum(isinstance(e, NoticeAdded) for e in events) == 1
+    # The agent's own writes went through the mount under its own pid.
+    assert (mountpoint / "agent.md").read_text() == "ours\n"
+    authors = {c.author for c in store.changes(0) if c.path == "agent.md"}
+    assert len(authors) == 1
+    assert authors.pop().endswith(f"(pid {os.getpid()})")
+
+
+def _content(store: Any, path: str) -> bytes | None:
+    try:
+        return store.read(path)[0]
+    except NotFound:
+        return None
