@@ -1,7 +1,156 @@
-"""Placeholder until this command group lands; it registers nothing."""
+"""``memfs tool``: run memory-tool commands on a directory, as JSON lines.
+
+This is the handler without a model: a program (or a person testing) sends the same
+command objects Claude would send, and reads the same ``tool_result`` content back.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
 import click
 
-COMMANDS: list[click.Command] = []
+from memfs.errors import MemfsError
+
+DEFAULT_MAX_FILE_BYTES = 100 * 1024
+EXAMPLE = '{"command": "view", "path": "/memories"}'
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array"  # json.loads yields nothing else that is not an object
+
+
+STREAM_HINT = f"send one command object per line, such as {EXAMPLE}"
+ARGUMENT_HINT = f"give one command object, such as '{EXAMPLE}'"
+
+
+def _decode(raw: str, where: str, hint: str) -> tuple[dict[str, Any] | None, str]:
+    """The command object in ``raw``, or ``None`` and a message saying what is wrong."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as err:
+        return None, f"Error: {where} is not valid JSON ({err.msg} at column {err.colno}); {hint}."
+    if not isinstance(value, dict):
+        return None, f"Error: {where} is a JSON {_json_kind(value)}, not an object; {hint}."
+    return value, ""
+
+
+def _line(content: object, is_error: bool) -> str:
+    payload = {"content": content, "is_error": is_error}
+    try:
+        # Readable non-ASCII text; the encode check catches lone surrogates, which
+        # cannot be written as UTF-8 and are escaped instead.
+        text = json.dumps(payload, ensure_ascii=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(payload, ensure_ascii=True)
+    return text
+
+
+def _open_handler(root: Path, overwrite: bool, max_file_bytes: int) -> Any:
+    # Imported here so `memfs --help` and the other command groups stay light.
+    from memfs.handler import MemoryHandler
+
+    try:
+        return MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+    except (MemfsError, OSError) as err:
+        raise click.ClickException(f"cannot use {root} as the memory root: {err}") from err
+
+
+def _stream(handler: Any, stdin: BinaryIO) -> None:
+    number = 0
+    while True:
+        # readline, not iteration or read(): each answer must go out before the next
+        # line arrives, so a caller can talk to this process over a pipe.
+        raw = stdin.readline()
+        if not raw:
+            return
+        number += 1
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            message = (
+                f"Error: line {number} is not valid UTF-8 (byte 0x{raw[err.start]:02x} at "
+                f"offset {err.start}); {STREAM_HINT}, in UTF-8."
+            )
+            click.echo(_line(message, True))
+            continue
+        if not text.strip():
+            continue
+        command, problem = _decode(text, f"line {number}", STREAM_HINT)
+        if command is None:
+            click.echo(_line(problem, True))
+            continue
+        result = handler.execute(command)
+        click.echo(_line(result.content, result.is_error))  # click.echo flushes
+
+
+@click.command(
+    "tool",
+    epilog=(
+        "Example: echo '" + EXAMPLE + "' | memfs tool --root ./memories\n\n"
+        "Exit status: 0 after a stream, whatever the commands' results; with COMMAND_JSON, "
+        "0 if the command succeeded and 1 if its result is an error (the line is printed "
+        "either way); 2 for a usage error, including COMMAND_JSON that is not a JSON object."
+    ),
+)
+@click.option(
+    "--root",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The directory that /memories maps to (it must exist).",
+)
+@click.option(
+    "--create-overwrites",
+    is_flag=True,
+    help="Let create replace an existing file instead of answering 'already exists'.",
+)
+@click.option(
+    "--max-file-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_FILE_BYTES,
+    show_default=True,
+    help="Largest memory file a command may write, in bytes.",
+)
+@click.argument("command_json", required=False)
+def tool(
+    root: Path, create_overwrites: bool, max_file_bytes: int, command_json: str | None
+) -> None:
+    """Run memory-tool commands on the directory ROOT.
+
+    With COMMAND_JSON, run that one command. Without it, read commands from stdin as
+    JSON lines (one object per line; blank lines are skipped) and answer each with one
+    line {"content": ..., "is_error": ...} as soon as it has run. A line that is not a
+    JSON object gets an error line naming its line number, and the stream goes on.
+    """
+    handler = _open_handler(root, create_overwrites, max_file_bytes)
+    if command_json is not None:
+        command, problem = _decode(command_json, "it", ARGUMENT_HINT)
+        if command is None:
+            raise click.BadParameter(problem.removeprefix("Error: "), param_hint="COMMAND_JSON")
+        result = handler.execute(command)
+        click.echo(_line(result.content, result.is_error))
+        click.get_current_context().exit(1 if result.is_error else 0)
+    try:
+        _stream(handler, sys.stdin.buffer)
+    except BrokenPipeError:
+        # The reader went away: nothing left to answer. Point stdout at nothing so the
+        # interpreter's final flush does not raise a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        click.get_current_context().exit(1)
+
+
+COMMANDS: list[click.Command] = [tool]
