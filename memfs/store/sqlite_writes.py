@@ -135,14 +135,14 @@ class SqliteWrites(SqliteConnections):
                 self._record(db, "create", rel, author, now, rev=rev)
             else:
                 entry_id, kind, current = row
+                if expected_rev == 0:
+                    raise AlreadyExists(f"'{rel}' already exists", path=rel)
                 if kind == "dir":
                     raise IsADirectory(f"'{rel}' is a directory", path=rel)
                 if kind == "symlink":
                     raise AlreadyExists(
                         f"'{rel}' is a symlink; memfs does not write through symlinks", path=rel
                     )
-                if expected_rev == 0:
-                    raise AlreadyExists(f"'{rel}' already exists", path=rel)
                 if expected_rev is not None and expected_rev != current:
                     raise Conflict(
                         f"'{rel}' changed: expected revision {expected_rev}, current is {current}",

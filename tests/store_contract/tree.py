@@ -83,6 +83,11 @@ class TreeContract:
         with pytest.raises(AlreadyExists):
             store.write("f", b"two", author=A, expected_rev=0)
         assert store.read("f")[0] == b"one" and store.last_seq() == seq
+        store.mkdir("d", author=A)
+        store.symlink("l", "f", author=A)
+        for taken in ("d", "l"):
+            with pytest.raises(AlreadyExists):
+                store.write(taken, b"x", author=A, expected_rev=0)
 
     def test_stale_expected_rev_conflicts_and_changes_nothing(self, store: Store) -> None:
         first = store.write("f", b"one", author=A)
