@@ -180,7 +180,22 @@ def serve_here(
 
 
 def _options_json(options: MountOptions | None) -> str | None:
-    return None if options is None else json.dumps(dataclasses.asdict(options))
+    """The options as JSON for the child; a field that cannot cross a process boundary
+    (a live counter object) is refused unless it is unset."""
+    if options is None:
+        return None
+    fields = {}
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        try:
+            json.dumps(value)
+        except TypeError:
+            raise MountError(
+                f"The mount option {f.name} cannot be passed to a background daemon; "
+                "mount in the foreground to use it."
+            ) from None
+        fields[f.name] = value
+    return json.dumps(fields)
 
 
 def _spawn(

@@ -1,0 +1,298 @@
+"""The mount daemon's life through ``memfs mount/umount/status``: start, report, stop,
+signals, crash recovery, and every way a person can get the arguments wrong."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memfs.cli import main
+from memfs.mount import daemon, host, state
+from memfs.mount.ops import MountOptions
+from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
+
+pytestmark = pytest.mark.fuse
+
+MEMFS = str(Path(sys.executable).with_name("memfs"))
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path, memfs_state_dir: Path
+) -> Iterator[Callable[..., subprocess.CompletedProcess[str]]]:
+    """Run the installed ``memfs`` as a person would; whatever it mounted under
+    ``tmp_path`` is torn down afterwards, whether the test passed or not."""
+    require_fuse()
+    env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir)}
+
+    def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [MEMFS, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    yield run
+    live, _stale = state.scan()
+    for record in live:
+        try:
+            daemon.stop(record.mountpoint, timeout=10)
+        finally:
+            if state.pid_alive(record.pid):
+                os.kill(record.pid, signal.SIGKILL)
+    for entry in host.mounts():
+        if Path(entry.mountpoint).is_relative_to(tmp_path):
+            host.fusermount(entry.mountpoint, lazy=True)
+
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ")
+    return lines[0]
+
+
+def _nothing_mounted(tmp_path: Path) -> None:
+    assert state.records() == []
+    for path in tmp_path.iterdir():
+        assert host.mount_entry(path) is None, f"{path} is mounted"
+
+
+# --- the happy path, as a person runs it ---------------------------------------------
+
+
+def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    mp = tmp_path / "fresh" / "memories"  # missing: mount creates it
+    url = sqlite_url(tmp_path / "s.db")
+
+    done = cli("mount", str(mp), "--store", url)
+    assert done.returncode == 0, done.stderr
+    record = state.lookup(mp)
+    assert record is not None
+    assert done.stdout.splitlines() == [
+        f"Mounted {url} at {mp} (pid {record.pid}).",
+        f'Open it in an editor, grep it, or run: memfs agent --root {mp} "..."',
+        f"Stop with: memfs umount {mp}",
+    ]
+    assert done.stderr == ""
+    assert host.mount_entry(mp) is not None and host.mount_entry(mp).is_memfs  # type: ignore[union-attr]
+    (mp / "note.md").write_text("hello\n")
+
+    shown = cli("status")
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()
+    assert header.split() == ["MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG"]
+    cells = row.split()
+    assert cells[:4] == [str(mp), url, str(record.pid), "mounted"]
+    assert cells[5:8] == ["1", "6", "B"]
+    assert cells[8] == record.log_path and Path(record.log_path).exists()
+
+    gone = cli("umount", str(mp))
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout == f"Unmounted {mp}.\n"
+    assert host.mount_entry(mp) is None
+    assert not state.pid_alive(record.pid)
+    assert state.records() == []
+    assert list(mp.iterdir()) == []  # the content lives in the store, not under the mount
+    assert cli("status").stdout == "No memfs mounts.\n"
+
+
+def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli, memfs_state_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    mp = tmp_path / "mnt"
+    url = sqlite_url(tmp_path / "s.db")
+    env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir)}
+    proc = subprocess.Popen(
+        [MEMFS, "mount", str(mp), "--store", url, "--foreground"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # printed once the mount is up
+        assert first == f"Mounted {url} at {mp} (pid {proc.pid}).\n"
+        assert state.lookup(mp) is not None and state.lookup(mp).pid == proc.pid  # type: ignore[union-attr]
+        (mp / "a.txt").write_text("written in the foreground\n")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1] == f"Unmounted {mp}."
+    assert host.mount_entry(mp) is None
+    assert state.records() == []
+    from memfs.store import open_store
+
+    with open_store(url) as store:
+        assert store.read("a.txt")[0] == b"written in the foreground\n"
+
+
+# --- signals: each one unmounts cleanly and loses no buffered write -----------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_unmounts_and_commits_buffered_write(memfs_mount: MountHandle, signum: int) -> None:
+    data = os.urandom(100_000)
+    # Written and closed but never fsynced: whatever the daemon still buffers must be
+    # committed before it lets the mount go.
+    fd = os.open(memfs_mount.mountpoint / "unsynced.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for i in range(0, len(data), 4096):
+            os.write(fd, data[i : i + 4096])
+    finally:
+        os.close(fd)
+    pid = memfs_mount.pid
+    os.kill(pid, signum)
+    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+    assert host.mount_entry(memfs_mount.mountpoint) is None
+    assert state.records() == []
+    assert memfs_mount.store().read("unsynced.bin")[0] == data
+
+
+# --- crash recovery ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def dead_mount(mount_factory: Callable[..., MountHandle]) -> MountHandle:
+    """A mount whose daemon was killed with auto_unmount off: the kernel keeps a dead
+    mount that answers ENOTCONN, as after a crash of a daemon without the helper."""
+    mount = mount_factory(options=MountOptions(auto_unmount=False))
+    (mount.mountpoint / "kept.md").write_text("before the crash\n")
+    store = mount.store()
+    wait_for(lambda: store.read("kept.md")[0] == b"before the crash\n", 10, what="commit")
+    mount.kill9()
+    with pytest.raises(OSError) as info:
+        os.stat(mount.mountpoint)
+    # ECONNABORTED while the kernel is still failing the requests in flight, then ENOTCONN.
+    assert info.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+    return mount
+
+
+def test_remount_recovers_a_stale_mount_after_kill9(dead_mount: MountHandle, cli) -> None:  # type: ignore[no-untyped-def]
+    mp = dead_mount.mountpoint
+    done = cli("mount", str(mp), "--store", dead_mount.store_url)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"Recovered a stale memfs mount at {mp} (its daemon had died)."
+    assert lines[1].startswith(f"Mounted {dead_mount.store_url} at {mp} (pid ")
+    assert (mp / "kept.md").read_text() == "before the crash\n"
+    record = state.lookup(mp)
+    assert record is not None and record.pid != dead_mount.pid
+    dead_mount.pid = record.pid  # so the fixture tears the new daemon down
+
+
+def test_kill9_with_auto_unmount_leaves_no_dead_mount(memfs_mount: MountHandle) -> None:
+    (memfs_mount.mountpoint / "kept.md").write_text("before the crash\n")
+    store = memfs_mount.store()
+    wait_for(lambda: store.read("kept.md")[0] == b"before the crash\n", 10, what="commit")
+    memfs_mount.kill9()
+    # fusermount3's auto_unmount helper sees the daemon's end and takes the mount away.
+    wait_for(lambda: host.mount_entry(memfs_mount.mountpoint) is None, 10, what="auto unmount")
+    assert memfs_mount.restart() == []
+    assert (memfs_mount.mountpoint / "kept.md").read_text() == "before the crash\n"
+
+
+def test_status_reports_a_dead_daemon_and_umount_cleans_it(dead_mount: MountHandle) -> None:
+    mp = dead_mount.mountpoint
+    shown = _invoke("status")
+    assert shown.exit_code == 0
+    lines = shown.stdout.splitlines()
+    assert lines[1].split()[3] == "dead"
+    assert lines[2] == (
+        f"{mp}: its daemon (pid {dead_mount.pid}) died; "
+        f"recover with: memfs mount {mp} or memfs umount {mp}"
+    )
+    assert _invoke("status").stdout == "No memfs mounts.\n"  # reported once, then cleaned
+    gone = _invoke("umount", str(mp))
+    assert gone.exit_code == 0, gone.output
+    assert gone.stdout == (
+        f"Removed a stale memfs mount at {mp} (its daemon had died).\nUnmounted {mp}.\n"
+    )
+    assert host.mount_entry(mp) is None
+
+
+# --- bad input: one line, exit 1, nothing mounted, nothing lost ------------------------------
+
+
+def test_non_empty_mountpoint_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    mp = tmp_path / "busy"
+    mp.mkdir()
+    (mp / "mine.txt").write_text("keep me\n")
+    line = _one_line_error(_invoke("mount", str(mp), "--store", sqlite_url(tmp_path / "s.db")))
+    assert line == (
+        f"Error: {mp} is not empty; mount on an empty directory so no files are hidden "
+        "under the mount."
+    )
+    assert (mp / "mine.txt").read_text() == "keep me\n"
+    _nothing_mounted(tmp_path)
+
+
+def test_a_file_as_mountpoint_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    target = tmp_path / "file.txt"
+    target.write_text("not a directory\n")
+    line = _one_line_error(_invoke("mount", str(target), "--store", sqlite_url(tmp_path / "s.db")))
+    assert line == f"Error: {target} is not a directory; choose a directory to mount on."
+    assert target.read_text() == "not a directory\n"
+    _nothing_mounted(tmp_path)
+
+
+def test_corrupt_store_is_refused_and_left_untouched(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    db = tmp_path / "broken.db"
+    junk = b"this is not an SQLite database\n" + bytes(range(256)) * 40
+    db.write_bytes(junk)
+    mp = tmp_path / "mnt"
+    line = _one_line_error(_invoke("mount", str(mp), "--store", sqlite_url(db)))
+    assert str(db) in line
+    assert db.read_bytes() == junk
+    assert not (tmp_path / "broken.db-wal").exists()
+    _nothing_mounted(tmp_path)
+
+
+def test_unknown_store_scheme_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    line = _one_line_error(_invoke("mount", str(tmp_path / "mnt"), "--store", "nosuch://x/y"))
+    assert "nosuch://" in line and "sqlite://" in line
+    _nothing_mounted(tmp_path)
+
+
+def test_mounting_twice_names_the_running_daemon(memfs_mount: MountHandle) -> None:
+    line = _one_line_error(
+        _invoke("mount", str(memfs_mount.mountpoint), "--store", memfs_mount.store_url)
+    )
+    mp = memfs_mount.mountpoint
+    assert line == (
+        f"Error: {mp} is already mounted by memfs (pid {memfs_mount.pid}, store "
+        f"{memfs_mount.store_url}); unmount it first with: memfs umount {mp}"
+    )
+    assert state.lookup(mp).pid == memfs_mount.pid  # type: ignore[union-attr]
+
+
+def test_umount_of_a_plain_directory_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    line = _one_line_error(_invoke("umount", str(plain)))
+    assert line == f"Error: {plain} is not a memfs mount; `memfs status` lists the mounts."
+
+
+def test_status_without_mounts(memfs_state_dir: Path) -> None:
+    result = _invoke("status")
+    assert result.exit_code == 0
+    assert result.stdout == "No memfs mounts.\n"
