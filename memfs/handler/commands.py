@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
 from memfs.handler import strings, text
+from memfs.handler.posix import fsync_dir, lstat_at, rename_noreplace
 from memfs.handler.tree import (
     EDIT_TRIES,
     READ_LIMIT,
@@ -22,9 +23,6 @@ from memfs.handler.tree import (
     SymlinkRefused,
     TooBigToRead,
     Tree,
-    fsync_dir,
-    lstat_at,
-    rename_noreplace,
 )
 from memfs.paths import MemPath, name_problem
 

@@ -7,8 +7,9 @@ check and a use: each step works on the directory the previous step opened. Call
 what the file system can still do wrong (links, files where directories should be,
 concurrent writers).
 
-Writes never modify a file in place: a hidden ``.memfs-tmp-*`` file is written, fsynced
-and renamed over the target, then the directory is fsynced, so a reader sees the old or
+Writes never modify a file in place: a hidden ``.memfs-tmp-*`` file (``.tmp-memfs-*``
+where the file system refuses that reserved name, as a memfs mount does) is written,
+fsynced and renamed over the target, then the directory is fsynced, so a reader sees the old or
 the new file, never half of one. Read-modify-write edits (:meth:`Tree.edit`) lock the
 target with ``flock`` (memfs processes serialise) and re-check, just before the rename,
 that nobody else (an editor that takes no lock) changed the file since it was read.
@@ -17,7 +18,6 @@ that nobody else (an editor that takes no lock) changed the file since it was re
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import os
@@ -27,13 +27,20 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from memfs.errors import (
-    AlreadyExists,
     Conflict,
     IsADirectory,
     NotADirectory,
     NotFound,
     StoreError,
     TooLarge,
+)
+from memfs.handler.posix import (
+    DIR_FLAGS,
+    fsync_dir,
+    lstat_at,
+    read_all,
+    rename_noreplace,
+    rmtree_at,
 )
 from memfs.paths import MemPath
 
@@ -50,11 +57,9 @@ LOCK_TRIES = 1000
 # view and edit read whole files; a file a person made can be any size, so stop early.
 READ_LIMIT = 64 * 1024 * 1024
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO someone planted must not hang the handler.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_RENAME_NOREPLACE = 1
 
 
 class SymlinkRefused(StoreError):
@@ -85,77 +90,6 @@ class Identity(NamedTuple):
     @classmethod
     def of(cls, st: os.stat_result) -> Identity:
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _load_renameat2() -> Callable[..., int] | None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-    fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
-
-
-_renameat2 = _load_renameat2()
-
-
-def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def fsync_dir(dir_fd: int) -> None:
-    try:
-        os.fsync(dir_fd)
-    except OSError as exc:
-        # Some file systems (FUSE without fsyncdir, some network mounts) cannot; the
-        # rename is still atomic, only its durability is up to them.
-        if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EBADF, errno.ENOTSUP):
-            raise
-
-
-def rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
-    """Rename without ever replacing ``dst``: atomic where the file system allows it.
-
-    Raises AlreadyExists if ``dst`` exists, NotFound if ``src`` does not.
-    """
-    if _renameat2 is not None:
-        rc = _renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), _RENAME_NOREPLACE)
-        if rc == 0:
-            return
-        err = ctypes.get_errno()
-        if err in (errno.EEXIST, errno.ENOTEMPTY):
-            raise AlreadyExists(dst, path=dst)
-        if err == errno.ENOENT:
-            raise NotFound(src, path=src)
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-            raise OSError(err, os.strerror(err), src)
-    # The file system cannot refuse to replace (some FUSE mounts): check, then rename.
-    # The window between the two is as small as it can be made without kernel help.
-    if lstat_at(dst_dir, dst) is not None:
-        raise AlreadyExists(dst, path=dst)
-    try:
-        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-    except FileNotFoundError as exc:
-        raise NotFound(src, path=src) from exc
-
-
-def _read_all(fd: int, limit: int) -> bytes | None:
-    """The whole file from offset 0, or None once it grows past ``limit`` bytes."""
-    chunks = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, 1 << 20, offset)
-        if not chunk:
-            return b"".join(chunks)
-        offset += len(chunk)
-        if offset > limit:
-            return None
-        chunks.append(chunk)
 
 
 class Tree:
@@ -201,7 +135,7 @@ class Tree:
                 for i, name in enumerate(path.parts):
                     here = MemPath(path.parts[: i + 1])
                     try:
-                        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                        child = os.open(name, DIR_FLAGS, dir_fd=fd)
                     except FileNotFoundError:
                         if not create:
                             raise NotFound(here.model, path=here.model) from None
@@ -221,13 +155,16 @@ class Tree:
         except FileExistsError:
             made = False  # someone made it meanwhile: use theirs
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
         except OSError as exc:
             raise self._classify(parent_fd, name, path, exc) from None
         if made:
             # mkdir's mode is cut by the umask; fchmod is not, and the fd is the directory
             # just made (O_NOFOLLOW), so a swapped-in link cannot redirect it.
             os.fchmod(fd, DIR_MODE)
+            # The file about to be written there is fsynced with its directory; the new
+            # directory's own entry needs its parent fsynced to survive a crash too.
+            fsync_dir(parent_fd)
         return fd
 
     def entry(self, dir_fd: int, path: MemPath) -> os.stat_result | None:
@@ -263,7 +200,7 @@ class Tree:
 
     @staticmethod
     def _read_fd(fd: int, st: os.stat_result, path: MemPath) -> bytes:
-        data = _read_all(fd, READ_LIMIT) if st.st_size <= READ_LIMIT else None
+        data = read_all(fd, READ_LIMIT) if st.st_size <= READ_LIMIT else None
         if data is None:
             raise TooBigToRead(path.model, path=path.model, size=st.st_size)
         return data
@@ -365,7 +302,7 @@ class Tree:
                     if now is None or Identity.of(now) != before:
                         changed += 1
                         continue
-                    if read_old and _read_all(fd, READ_LIMIT + 1) != old:
+                    if read_old and read_all(fd, READ_LIMIT + 1) != old:
                         changed += 1
                         continue
                     os.rename(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -385,7 +322,7 @@ class Tree:
         if st is None:
             raise NotFound(path.model, path=path.model)
         if stat.S_ISDIR(st.st_mode):
-            _rmtree_at(dir_fd, path.name)
+            rmtree_at(dir_fd, path.name)
         else:
             try:
                 os.unlink(path.name, dir_fd=dir_fd)
@@ -408,7 +345,7 @@ class Tree:
     def subdir(self, dir_fd: int, name: str) -> Iterator[int | None]:
         """An fd of the child directory ``name``, or None if it is not one (any more)."""
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
         except OSError:
             yield None
             return
@@ -416,25 +353,3 @@ class Tree:
             yield fd
         finally:
             os.close(fd)
-
-
-def _rmtree_at(parent_fd: int, name: str) -> None:
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except NotADirectoryError:
-        # Swapped for a file or a link since it was listed: remove the entry itself,
-        # never what a link points to.
-        os.unlink(name, dir_fd=parent_fd)
-        return
-    try:
-        with os.scandir(fd) as it:
-            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-        for child, is_dir in entries:
-            if is_dir:
-                _rmtree_at(fd, child)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(child, dir_fd=fd)
-    finally:
-        os.close(fd)
-    os.rmdir(name, dir_fd=parent_fd)
