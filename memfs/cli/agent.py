@@ -1,7 +1,206 @@
-"""Placeholder until this command group lands; it registers nothing."""
+"""``memfs agent PROMPT``: Claude with the memory tool on the mounted memory tree.
+
+Exit status: 0 when the model finished; 1 when the API failed after the SDK's retries
+(or the tree could not be used); 2 for a setup problem (no API key, nothing mounted, bad
+options); 3 when ``--max-iterations`` stopped the model before it finished.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
 import click
 
-COMMANDS: list[click.Command] = []
+from memfs.errors import MemfsError
+
+EXIT_API = 1
+EXIT_SETUP = 2
+EXIT_MAX_ITERATIONS = 3
+
+
+def _die(message: str, status: int) -> None:
+    click.echo(f"memfs agent: {message}", err=True)
+    sys.exit(status)
+
+
+def _default_root() -> Path:
+    from memfs.mount import state
+
+    mountpoint = state.default_mountpoint()
+    if state.lookup(mountpoint) is None:
+        _die(
+            f"nothing is mounted at {mountpoint}; run `memfs mount` or pass --root DIR", EXIT_SETUP
+        )
+    return mountpoint
+
+
+class _Renderer:
+    """Prints events: text on stdout as it arrives, memory operations on stderr."""
+
+    def __init__(self, show_operations: bool) -> None:
+        self.show_operations = show_operations
+        self.at_line_start = True
+        self.max_iterations_reached = False
+
+    def _text(self, text: str) -> None:
+        if text:
+            click.echo(text, nl=False)
+            self.at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        if not self.at_line_start:
+            click.echo()
+            self.at_line_start = True
+
+    def render(self, event: object) -> None:
+        from memfs.agent import Done, MessageDone, NoticeAdded, TextDelta, ToolCall
+
+        if isinstance(event, TextDelta):
+            self._text(event.text)
+        elif isinstance(event, MessageDone):
+            self.end_line()
+        elif isinstance(event, ToolCall):
+            if self.show_operations:
+                click.echo(event.summary, err=True)
+        elif isinstance(event, NoticeAdded):
+            if self.show_operations:
+                click.echo(f"notice: {event.text}", err=True)
+        elif isinstance(event, Done):
+            self.end_line()
+            if event.max_iterations_reached:
+                self.max_iterations_reached = True
+                turns = f"{event.turns} model turn{'s' if event.turns != 1 else ''}"
+                click.echo(
+                    f"memfs agent: stopped after {turns} (--max-iterations); "
+                    "the last tool results were not sent; raise --max-iterations to let it finish",
+                    err=True,
+                )
+
+
+def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterator[str]:
+    """PROMPT, then (interactive) one prompt per line until EOF or ``/exit``."""
+    if first is not None and first.strip():
+        yield first
+    if not interactive:
+        return
+    while True:
+        if stdin.isatty():
+            click.echo("> ", nl=False, err=True)
+        line = stdin.readline()
+        if not line or line.strip() == "/exit":
+            return
+        if line.strip():
+            yield line.rstrip("\n")
+
+
+@click.command("agent")
+@click.argument("prompt", required=False)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Memory directory (default: the `memfs mount` mountpoint, if mounted).",
+)
+@click.option("--store", "store_url", help="Store URL for change notices (default: the mount's).")
+@click.option("--model", default=None, help="Claude model (default: claude-sonnet-5-5).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per reply.")
+@click.option(
+    "--system",
+    "system_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File whose text is the system prompt.",
+)
+@click.option("--max-iterations", type=click.IntRange(min=1), help="Model turns per prompt.")
+@click.option(
+    "--transcript",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the whole exchange to this file as JSON lines.",
+)
+@click.option("--context-management", is_flag=True, help="Use the API's context editing.")
+@click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
+@click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
+@click.option("--no-stream", is_flag=True, help="Print each reply whole.")
+@click.option("-v", "--verbose", is_flag=True, help="Show memory operations on stderr.")
+def agent(
+    prompt: str | None,
+    root: Path | None,
+    store_url: str | None,
+    model: str | None,
+    max_tokens: int | None,
+    system_file: Path | None,
+    max_iterations: int | None,
+    transcript: Path | None,
+    context_management: bool,
+    interactive: bool,
+    create_overwrites: bool,
+    no_stream: bool,
+    verbose: bool,
+) -> None:
+    """Run Claude with the memory tool on the shared memory tree.
+
+    Needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL is honoured). Exit status: 0 done,
+    1 API error after retries, 2 setup problem, 3 stopped by --max-iterations.
+    """
+    from memfs.agent import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, AgentSession, Transcript
+
+    if not interactive and (prompt is None or not prompt.strip()):
+        _die("give a PROMPT, or use -i for an interactive session", EXIT_SETUP)
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        _die(
+            "ANTHROPIC_API_KEY is not set; export it (export ANTHROPIC_API_KEY=...) and run again",
+            EXIT_SETUP,
+        )
+    root = root if root is not None else _default_root()
+    system = system_file.read_text(encoding="utf-8") if system_file is not None else None
+
+    import anthropic
+
+    show = verbose or sys.stdout.isatty()
+    renderer = _Renderer(show)
+    failed = False
+    try:
+        log = Transcript(transcript) if transcript is not None else None
+    except OSError as exc:
+        _die(f"cannot write the transcript {transcript}: {exc.strerror}", EXIT_SETUP)
+    try:
+        session = AgentSession(
+            root,
+            client=anthropic.Anthropic(),
+            model=model or DEFAULT_MODEL,
+            max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+            system=system,
+            max_iterations=max_iterations,
+            context_management=context_management,
+            create_overwrites=create_overwrites,
+            stream=not no_stream,
+            store_url=store_url,
+            transcript=log,
+        )
+    except MemfsError as exc:
+        if log is not None:
+            log.close()
+        _die(str(exc), EXIT_SETUP)
+    with session:
+        for line in _read_prompts(prompt, interactive, sys.stdin):
+            try:
+                for event in session.ask(line):
+                    renderer.render(event)
+            except MemfsError as exc:
+                renderer.end_line()
+                click.echo(f"memfs agent: {exc}", err=True)
+                failed = True
+                if not interactive:
+                    break
+            except KeyboardInterrupt:
+                renderer.end_line()
+                _die("interrupted", 130)
+    if failed:
+        sys.exit(EXIT_API)
+    if renderer.max_iterations_reached:
+        sys.exit(EXIT_MAX_ITERATIONS)
+
+
+COMMANDS: list[click.Command] = [agent]
