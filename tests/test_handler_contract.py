@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memfs.handler import MemoryHandler, Result
 from memfs.handler.strings import human_size
@@ -890,3 +892,61 @@ def test_same_results_on_a_memfs_mount(memfs_mount: Any, tmp_path: Path) -> None
     assert on_mount[3][1] is False  # the edits did happen
     left = [p.name for p in mountpoint.rglob("*")]
     assert left == ["a"]  # no temp file of any name left on the mount
+
+
+# --- execute never raises ----------------------------------------------------------------
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=5),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.lists(st.integers(min_value=-2, max_value=4), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.sampled_from(
+        ["/memories", "/memories/", "/memories/a", "/memories/a/b.md", "/memories/c.md"]
+    ),
+)
+_commands = st.fixed_dictionaries(
+    {
+        "command": st.one_of(
+            st.sampled_from(["view", "create", "str_replace", "insert", "delete", "rename"]),
+            _values,
+        )
+    },
+    optional={
+        name: _values
+        for name in (
+            "path",
+            "file_text",
+            "old_str",
+            "new_str",
+            "insert_line",
+            "insert_text",
+            "old_path",
+            "new_path",
+            "view_range",
+        )
+    },
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(_commands, min_size=1, max_size=6))
+def test_execute_never_raises(tmp_path: Path, cmds: list[dict[str, Any]]) -> None:
+    h = MemoryHandler(tmp_path / "fuzz")
+    (tmp_path / "outside.md").write_text("outside")
+    for cmd in cmds:
+        res = h.execute(cmd)
+        assert isinstance(res, Result)
+        assert isinstance(res.is_error, bool)
+        assert isinstance(res.content, str) and res.content
+        assert not res.content.startswith("Error: memfs hit an internal error"), (cmd, res)
+    assert leftovers(tmp_path / "fuzz") == []
+    assert (tmp_path / "outside.md").read_text() == "outside"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fuzz", "outside.md"]
