@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_url_forms_name_the_same_file(tmp_path: Path, form: str) -> None:
     url = form.format(p=path, q=str(path).lstrip("/"))
     with open_store(url) as store:
         store.write("f", b"x", author=A)
-        assert store.url == f"sqlite://{path}"
+        assert store.url == "sqlite://" + quote(str(path))
     with open_store(str(path)) as store:
         assert store.read("f")[0] == b"x"
 
@@ -53,9 +54,9 @@ def test_relative_url_and_bare_paths(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     with open_store("sqlite:///./sub/rel.db") as store:
-        assert store.url == f"sqlite://{tmp_path}/sub/rel.db"
+        assert store.url == "sqlite://" + quote(f"{tmp_path}/sub/rel.db")
     with open_store("~/h.db") as store:
-        assert store.url == f"sqlite://{tmp_path}/home/h.db"
+        assert store.url == "sqlite://" + quote(f"{tmp_path}/home/h.db")
     with open_store("sqlite:///./with%20space.db") as store:
         assert (tmp_path / "with space.db").is_file()
     with open_store("plain?name.db") as store:
@@ -63,11 +64,13 @@ def test_relative_url_and_bare_paths(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_reopening_by_the_store_url(tmp_path: Path) -> None:
-    with open_store(f"{tmp_path}/a b/m.db") as store:
-        store.write("f", b"1", author=A)
-        url = store.url
-    with open_store(url) as again:
-        assert again.read("f")[0] == b"1"
+    for name in ("a b/m.db", "50%25 ?x=1#frag.db"):
+        with open_store(f"{tmp_path}/{name}") as store:
+            store.write("f", name.encode(), author=A)
+            url = store.url
+        with open_store(url) as again:
+            assert again.read("f")[0] == name.encode()
+        assert (tmp_path / name).is_file()
 
 
 def test_default_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,7 +83,7 @@ def test_default_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMFS_STORE", f"{tmp_path}/env.db")
     assert default_url() == f"{tmp_path}/env.db"
     with open_store() as store:
-        assert store.url == f"sqlite://{tmp_path}/env.db"
+        assert store.url == "sqlite://" + quote(f"{tmp_path}/env.db")
 
 
 def test_unknown_scheme_lists_the_known_ones(tmp_path: Path) -> None:
@@ -293,3 +296,10 @@ def test_synchronous_option_sets_every_connection(
         thread.start()
         thread.join(30)
         assert seen == [level, level]
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "m.db"
+    os.mkfifo(fifo)
+    with pytest.raises(StoreUnavailable, match="not a regular file"):
+        open_store(str(fifo))

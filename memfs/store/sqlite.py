@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from urllib.parse import quote
 
 from memfs.errors import NotADirectory, NotFound
 from memfs.store.base import Change, Entry, Revision, Store, Usage
@@ -41,7 +42,9 @@ class SqliteStore(SqliteWrites, Store):
 
     def __init__(self, path: Path, options: SqliteOptions | None = None) -> None:
         super().__init__(path, options)
-        self.url = "sqlite://" + str(path)
+        # Quoted so that the URL opens this same file again even if its name holds "%",
+        # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
+        self.url = "sqlite://" + quote(str(path), safe="/")
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
