@@ -208,7 +208,13 @@ class Store(abc.ABC):
     # --- history and change feed -------------------------------------------------------
     @abc.abstractmethod
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
-        """Retained revisions of file ``path``, newest first."""
+        """Retained revisions of file ``path``, newest first.
+
+        A store keeps the current revision plus its ``history`` option's number of
+        previous ones (0: only the current). Revisions belong to the file, not the
+        name: a renamed file keeps them, a deleted file loses them (the change feed
+        still records the delete), so a file created again starts a new history.
+        """
 
     @abc.abstractmethod
     def read_revision(self, path: str, rev: int) -> bytes:
