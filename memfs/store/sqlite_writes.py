@@ -18,7 +18,7 @@ from memfs.errors import (
     IsADirectory,
     NotADirectory,
     NotFound,
-    StoreUnavailable,
+    StoreError,
     TooLarge,
 )
 from memfs.paths import parse_rel
@@ -181,7 +181,7 @@ class SqliteWrites(SqliteConnections):
     def symlink(self, path: str, target: str, *, author: str) -> Entry:
         rel = self._valid(path)
         if not isinstance(target, str) or not target or "\x00" in target:
-            raise StoreUnavailable("a symlink target must be non-empty text without NUL")
+            raise StoreError("a symlink target must be non-empty text without NUL", path=rel)
         size = len(target.encode("utf-8", errors="surrogateescape"))
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)

@@ -114,6 +114,11 @@ class FeedContract:
             store.write("rel", b"through", author=A)
         with pytest.raises(AlreadyExists):
             store.symlink("real", "x", author=A)
+        for bad_target in ("", "nul\x00inside"):
+            with pytest.raises(StoreError):
+                store.symlink("bad", bad_target, author=A)
+        with pytest.raises(NotFound):
+            store.stat("bad")
         assert store.read("real")[0] == b"secret"
         store.rename("rel", "rel2", author=A)
         store.delete("rel2", author=A)
