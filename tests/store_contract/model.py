@@ -3,7 +3,8 @@
 A dictionary of path -> content (``None`` for a directory) applies the rules of
 memfs.store.base independently; after every operation the store's tree must equal the
 model, a refused operation must raise the same error class and change nothing, and the
-feed must grow exactly when the model says something happened. Names are chosen to
+feed must grow exactly when the model says something happened, and a follower replaying
+only the feed must know the same set of paths. Names are chosen to
 collide with prefix and wildcard traps ("a", "ab", "a b", "a_").
 """
 
@@ -23,7 +24,7 @@ from memfs.errors import (
     NotFound,
     StoreError,
 )
-from memfs.store.base import Store
+from memfs.store.base import Change, Store
 from tests.store_contract.common import A, MakeStore, tree
 
 Model = dict[str, bytes | None]
@@ -137,6 +138,23 @@ def run(store: Store, op: Op) -> None:
         store.rename(op.path, op.other, author=A, overwrite=op.flag)
 
 
+def replay(paths: set[str], changes: list[Change]) -> None:
+    """Apply feed records to a set of paths, as a follower that never walks the tree."""
+    for change in changes:
+        if change.kind in ("create", "mkdir", "symlink"):
+            paths.add(change.path)
+        elif change.kind in ("delete", "rmdir"):
+            paths.discard(change.path)
+        elif change.kind == "rename":
+            assert change.old_path is not None
+            old = change.old_path
+            moved = {p for p in paths if p == old or p.startswith(old + "/")}
+            # A replaced destination is implied by the record (see base.py).
+            paths.discard(change.path)
+            paths -= moved
+            paths |= {change.path + p[len(old) :] for p in moved}
+
+
 def snapshot(model: Model) -> dict[str, tuple[str, bytes | str | None]]:
     return {p: ("dir", None) if c is None else ("file", c) for p, c in model.items()}
 
@@ -151,6 +169,7 @@ class ModelContract:
     def test_random_operations_match_the_model(self, make_store: MakeStore, ops: list[Op]) -> None:
         store = make_store()
         model: Model = {}
+        followed: set[str] = set()
         for op in ops:
             expected_model = dict(model)
             expected: type[StoreError] | None = None
@@ -170,3 +189,5 @@ class ModelContract:
             assert tree(store) == snapshot(model), op
             changed = expected is None and not (op.kind == "rename" and op.path == op.other)
             assert (store.last_seq() > seq) == changed, op
+            replay(followed, store.changes(since=seq))
+            assert followed == set(model), op
