@@ -99,9 +99,13 @@ def mount_entry(path: str | os.PathLike[str]) -> MountEntry | None:
 
 
 def is_dead(path: str | os.PathLike[str]) -> bool:
-    """True if ``path`` is a FUSE mount whose daemon is gone (ENOTCONN / ECONNABORTED)."""
+    """True if ``path`` is a FUSE mount whose daemon is gone (ENOTCONN / ECONNABORTED).
+
+    Asks with statfs: the kernel answers ``stat`` of a dead mount's root from its
+    attribute cache for as long as the attr timeout, but never caches statfs.
+    """
     try:
-        os.stat(path)
+        os.statvfs(path)
     except OSError as exc:
         return exc.errno in (errno.ENOTCONN, errno.ECONNABORTED)
     return False
