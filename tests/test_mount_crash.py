@@ -1,0 +1,181 @@
+"""Crashes and concurrency on real mounts: a daemon killed mid-burst loses nothing that was
+fsynced and tears nothing; two mounts of one store see each other within the bound."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memfs.mount import host
+from memfs.mount.ops import MountOptions
+from tests.fixtures.mount import MountHandle, wait_for
+
+pytestmark = pytest.mark.fuse
+
+NAMES = 12
+# Shared by the writer subprocess and the checks: version v of the burst goes to file
+# f{v % NAMES}, and its content says which version it is on every line, over several pages
+# so a torn write (a mix of two versions, or a prefix) cannot pass for a whole one.
+CONTENT_SRC = """
+def content(v):
+    return (f"version {v:06d} ".encode() * 4 + b"\\n") * (((v * 7919) % 700) + 40)
+
+
+def name_of(v):
+    return f"f{v % NAMES:02d}.txt"
+"""
+WRITER = (
+    f"NAMES = {NAMES}\n"
+    + CONTENT_SRC
+    + r"""
+import hashlib, os, sys
+
+root = sys.argv[1]
+for v in range(int(sys.argv[2])):
+    data = content(v)
+    try:
+        fd = os.open(os.path.join(root, name_of(v)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        print(f"stopped {v} {exc.errno}", flush=True)
+        sys.exit(0)
+    print(f"{name_of(v)} {v} {hashlib.sha256(data).hexdigest()}", flush=True)
+"""
+)
+_ns: dict[str, object] = {"NAMES": NAMES}
+exec(CONTENT_SRC, _ns)
+content: Callable[[int], bytes] = _ns["content"]  # type: ignore[assignment]
+name_of: Callable[[int], str] = _ns["name_of"]  # type: ignore[assignment]
+
+
+def _start_writer(mountpoint: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(mountpoint), "1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc, lines
+
+
+@pytest.mark.parametrize("auto_unmount", [False, True], ids=["dead-mount", "auto-unmount"])
+def test_kill9_mid_burst_loses_no_fsynced_write_and_tears_nothing(
+    mount_factory: Callable[..., MountHandle], auto_unmount: bool
+) -> None:
+    mount = mount_factory(options=MountOptions(auto_unmount=auto_unmount))
+    proc, lines = _start_writer(mount.mountpoint)
+    try:
+        wait_for(lambda: len(lines) >= 60, 60, what="60 reported writes")
+        mount.kill9()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    wait_for(lambda: lines and lines[-1].startswith("stopped"), 10, what="the writer to stop")
+    stopped = lines.pop().split()
+    assert int(stopped[2]) in (errno.ENOTCONN, errno.ECONNABORTED, errno.ENOENT), stopped
+    reported: dict[str, int] = {}
+    for line in lines:
+        name, v, sha = line.split()
+        assert sha == hashlib.sha256(content(int(v))).hexdigest()
+        reported[name] = int(v)
+    last_attempt = int(stopped[1])
+
+    if auto_unmount:
+        # fusermount3's helper notices the daemon's death and takes the mount away.
+        wait_for(lambda: host.mount_entry(mount.mountpoint) is None, 10, what="auto unmount")
+        assert mount.restart() == []
+    else:
+        with pytest.raises(OSError) as info:
+            os.statvfs(mount.mountpoint)  # stat may be answered from the attr cache
+        assert info.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+        assert mount.restart() == [
+            f"Recovered a stale memfs mount at {mount.mountpoint} (its daemon had died)."
+        ]
+
+    store = mount.store()
+    entries = {e.path: e for e in store.walk()}
+    assert set(entries) <= {name_of(v) for v in range(last_attempt + 1)}, sorted(entries)
+    for name, entry in entries.items():
+        data = store.read(name)[0]
+        floor = reported.get(name, -1)
+        allowed = {content(v) for v in range(max(floor, 0), last_attempt + 1) if name_of(v) == name}
+        assert data in allowed, (
+            f"{name} is torn or stale: {len(data)} bytes starting {data[:24]!r}; "
+            f"last fsynced version {floor}, last attempt {last_attempt}"
+        )
+        assert entry.kind == "file"
+        assert (mount.mountpoint / name).read_bytes() == data
+    assert set(reported) <= set(entries), "a file the writer fsynced is missing"
+
+
+def _bound(options: MountOptions) -> float:
+    # A change committed by one daemon reaches the other's kernel cache after at most
+    # one poll of the change feed; fsync makes the commit itself immediate.
+    return options.poll_interval + options.commit_quiet_period
+
+
+def test_two_mounts_of_one_store_see_each_other(
+    mount_factory: Callable[..., MountHandle],
+) -> None:
+    a = mount_factory("a")
+    b = mount_factory("b", store_url=a.store_url)
+    deadline = max(5 * _bound(MountOptions()), 1.0)
+    latencies: list[float] = []
+
+    def write(mount: MountHandle, rel: str, data: bytes) -> None:
+        fd = os.open(mount.mountpoint / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+
+    def seen(mount: MountHandle, rel: str, data: bytes | None) -> None:
+        t0 = time.monotonic()
+
+        def check() -> bool:
+            path = mount.mountpoint / rel
+            if data is None:
+                return not path.exists() and rel not in os.listdir(mount.mountpoint)
+            return path.read_bytes() == data
+
+        wait_for(check, deadline, interval=0.01, what=f"{rel} as written, from {mount.mountpoint}")
+        latencies.append(time.monotonic() - t0)
+
+    b_first_look = b.mountpoint / "shared.md"
+    assert not b_first_look.exists()  # b has now asked, and must not cache the miss
+    write(a, "shared.md", b"from a\n")
+    seen(b, "shared.md", b"from a\n")
+    write(b, "shared.md", b"from b, longer than before\n")
+    seen(a, "shared.md", b"from b, longer than before\n")
+    write(a, "shared.md", b"from a again\n")  # shorter: b's cached size must go too
+    seen(b, "shared.md", b"from a again\n")
+    os.rename(a.mountpoint / "shared.md", a.mountpoint / "moved.md")
+    seen(b, "moved.md", b"from a again\n")
+    seen(b, "shared.md", None)
+    os.unlink(b.mountpoint / "moved.md")
+    seen(a, "moved.md", None)
+    assert max(latencies) < deadline
