@@ -195,6 +195,26 @@ def test_insert_retries_on_an_in_place_edit_and_keeps_both(
     assert path.read_text() == "first\nalpha\nperson edit 0\n"
 
 
+def test_an_editor_saving_by_rename_is_seen_too(h: MemoryHandler, tmp_path: Path) -> None:
+    """gedit, vim with backups and JetBrains save by renaming a new file over the old."""
+    path = tmp_path / "mem" / "f.md"
+    path.write_text("alpha\n")
+    saves: list[int] = []
+
+    def save_by_rename() -> None:
+        if saves:
+            return
+        tmp = path.with_name(".goutputstream-X")
+        tmp.write_text(path.read_text() + "saved by the editor\n")
+        os.rename(tmp, path)
+        saves.append(os.stat(path).st_ino)
+
+    h._tree.before_commit = save_by_rename
+    cmd = {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": "mine"}
+    assert h.execute(cmd) == Result("The file /memories/f.md has been edited.", False)
+    assert path.read_text() == "alpha\nmine\nsaved by the editor\n"
+
+
 def test_same_size_rewrite_with_restored_mtime_is_still_seen(
     h: MemoryHandler, tmp_path: Path
 ) -> None:

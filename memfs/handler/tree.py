@@ -92,6 +92,16 @@ class Identity(NamedTuple):
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _lock(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        # A file system without flock (some network and FUSE mounts) still gets the
+        # re-checks before the rename; only handler-versus-handler ordering is weaker.
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+
+
 class Tree:
     """Operations on the directory at ``root``; every method takes model paths."""
 
@@ -283,7 +293,7 @@ class Tree:
                 break
             fd, st = self._open_file(dir_fd, path)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                _lock(fd)
                 now = lstat_at(dir_fd, path.name)
                 if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
                     continue  # another handler replaced it while we waited for the lock
