@@ -40,7 +40,7 @@ def sync(
     from memfs.store import default_url
     from memfs.sync import Mirror
 
-    _log_to_stderr(verbose)
+    handler = _log_to_stderr(verbose)
     try:
         url = store_url if store_url is not None else default_url()
         mirror = Mirror(directory, url, state_path=state_path)
@@ -54,15 +54,19 @@ def sync(
         click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
+    finally:
+        logging.getLogger("memfs.sync").removeHandler(handler)
 
 
-def _log_to_stderr(verbose: bool) -> None:
+def _log_to_stderr(verbose: bool) -> logging.Handler:
+    # Warnings (conflicts, skipped files, restored wipes) are the person's only news of
+    # what the mirror decided, so they go to stderr even without -v.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("memfs sync: %(message)s"))
     logger = logging.getLogger("memfs.sync")
-    if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("memfs sync: %(levelname)s: %(message)s"))
-        logger.addHandler(handler)
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    return handler
 
 
 def _stop_on_signals(mirror: Mirror) -> None:

@@ -6,7 +6,7 @@ host) changes the store. The mirror keeps both equal:
 - DIR -> store: a watchdog observer feeds a per-path debouncer (``quiet``, default
   40 ms); a quiet path is read (size/mtime must not move while it is read), compared with
   the sync state and written with ``expected_rev``, so an agent's write in between
-  becomes a conflict, never a lost update. Author: ``person via sync mirror (DIR)``.
+  becomes a conflict, never a lost update. Author: ``person via sync mirror (HOST:DIR)``.
 - store -> DIR: ``store.changes(since=last_seq)`` is polled every ``poll`` seconds
   (default 50 ms); changed paths are written into DIR atomically and checked, see
   :mod:`memfs.sync.disk`. memfs's own writes are recognised by content hash and never
@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -79,7 +80,9 @@ class Mirror:
         self.root = root
         self._own_store = isinstance(store, str)
         self.store: Store = open_store(store) if isinstance(store, str) else store
-        self.author = author or f"person via sync mirror ({root})"
+        # The host makes the name unique per mirror: the merge trusts revisions with this
+        # author to hold content that came from this DIR.
+        self.author = author or f"person via sync mirror ({socket.gethostname()}:{root})"
         self.poll = poll
         self.rescan = rescan
         self.state_file = StateFile(state_path or default_state_path(root, self.store.url))
@@ -208,7 +211,9 @@ class Mirror:
                 if now - started > ONCE_DEADLINE:
                     log.warning("giving up on files in %s that keep changing", self.root)
                     return
-            wake = min(t for t in (next_due, None if once else next_poll) if t is not None)
+            wake = min(
+                (t for t in (next_due, None if once else next_poll) if t is not None), default=now
+            )
             if not self.engine.again:
                 self.debouncer.wait(max(0.0, wake - time.monotonic()))
 

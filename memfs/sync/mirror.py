@@ -48,6 +48,7 @@ class Look:
     remote: Version | None = None
     remote_entry: Entry | None = None
     remote_data: bytes | None = None
+    ours: bool = False  # the store's current revision was written by this mirror
 
 
 class Skip(Exception):
@@ -102,7 +103,10 @@ class Engine:
             except Skip:
                 continue
             base = self.state.entries.get(path)
-            looks.append((look, decide(base.version if base else None, look.local, look.remote)))
+            # The store's head came from this DIR (a push whose state save a kill lost):
+            # it is a base DIR has moved on from, not a change to merge against.
+            base_version = look.remote if look.ours else base.version if base else None
+            looks.append((look, decide(base_version, look.local, look.remote)))
         self._missing_seen(looks)
         deletes = [(lk, a) for lk, a in looks if a in (Action.DELETE_LOCAL, Action.DELETE_REMOTE)]
         ready = self._corroborated([lk.path for lk, a in deletes if a is Action.DELETE_REMOTE])
@@ -165,7 +169,7 @@ class Engine:
                 if base and base.kind == "file" and base.rev == entry.rev:
                     look.remote = base.version
                 else:
-                    self._read_remote(look)
+                    self._remote_head(look, base)
             else:
                 self.warn_once(
                     path, "rsymlink", "not syncing %s: it is a symlink in the store", path
@@ -194,6 +198,18 @@ class Engine:
         except OSError as e:
             self.warn_once(path, ("os", e.errno), "cannot read %s: %s", path, e.strerror)
             raise Skip(path) from None
+
+    def _remote_head(self, look: Look, base: Record | None) -> None:
+        try:
+            head = self.store.history(look.path, limit=1)[0]
+        except NotFound:
+            look.remote_entry, look.remote = None, None
+            return
+        if look.remote_entry is None or head.rev != look.remote_entry.rev:
+            self.again.add(look.path)  # written between the two queries
+            raise Skip(look.path)
+        look.remote = Version.file(head.sha256)
+        look.ours = head.author == self.author and base is not None and base.kind == "file"
 
     def _read_remote(self, look: Look) -> None:
         try:
@@ -266,6 +282,8 @@ class Engine:
 
     def _apply(self, look: Look, action: Action) -> None:
         path, base = look.path, self.state.entries.get(look.path)
+        if action not in (Action.NOTHING, Action.RECORD, Action.FORGET):
+            log.info("%s %s", action.value, path)
         if action is Action.NOTHING:
             if base is not None:
                 self._record(look)  # same content; refresh rev and stat

@@ -1,0 +1,118 @@
+"""``memfs sync`` as a command: click's runner for --once and errors, real processes for
+signals and kill -9."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memfs.cli import main
+from memfs.sync.names import ignored_path
+from tests.fixtures.sync import SyncRig, wait_for
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["sync", *args], env=env)
+    return result.exit_code, result.output
+
+
+def test_once_through_the_cli(sync_rig: SyncRig) -> None:
+    sync_rig.store.write("from-store.md", b"s", author="agent")
+    sync_rig.write("from-dir.md", "d")
+    state_home = sync_rig.tmp / "xdg-state"
+    code, out = run_cli(
+        str(sync_rig.dir), "--store", sync_rig.url, "--once",
+        env={"XDG_STATE_HOME": str(state_home)},
+    )  # fmt: skip
+    assert code == 0, out
+    assert f"Synced {sync_rig.dir}" in out
+    assert sync_rig.disk() == sync_rig.remote() == {"from-store.md": b"s", "from-dir.md": b"d"}
+    # The state went to the user state dir, not into DIR.
+    assert list((state_home / "memfs" / "sync").glob("*.json"))
+    assert not any(p.startswith(".memfs") for p in sync_rig.disk())
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_bad_dir_is_one_line_and_exit_1(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "nope"
+    if kind == "file":
+        target.write_text("I am a file")
+    code, out = run_cli(str(target), "--store", f"sqlite://{tmp_path}/s.db", "--once")
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    reason = "does not exist" if kind == "missing" else "is not a directory"
+    assert lines[0] == f"Error: cannot sync {target}: it {reason}"
+
+
+def test_bad_store_url_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    code, out = run_cli(str(tmp_path), "--store", "nosuch://x", "--once")
+    assert code == 1
+    assert len(out.strip().splitlines()) == 1 and "nosuch://" in out
+
+
+# --- real processes ------------------------------------------------------------------
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def spawn(rig: SyncRig, procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from memfs.cli import main; main()", "sync", str(rig.dir),
+         "--store", rig.url, "--state", str(rig.state_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    procs.append(proc)
+    return proc
+
+
+def test_sigterm_flushes_and_exits_cleanly(
+    sync_rig: SyncRig, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    sync_rig.store.write("ready.md", b"r", author="agent")
+    proc = spawn(sync_rig, procs)
+    wait_for(lambda: sync_rig.disk_has("ready.md", b"r"), what="the first pass")
+    sync_rig.write("last-words.md", "saved right before SIGTERM")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert sync_rig.remote_has("last-words.md", b"saved right before SIGTERM")
+    assert sync_rig.state_path.exists()
+
+
+def test_kill_9_mid_burst_then_restart_converges(
+    sync_rig: SyncRig, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    sync_rig.store.write("ready.md", b"r", author="agent")
+    proc = spawn(sync_rig, procs)
+    wait_for(lambda: sync_rig.disk_has("ready.md", b"r"), what="the first pass")
+    expected: dict[str, bytes] = {"ready.md": b"r"}
+    for i in range(300):
+        path = f"burst/f{i % 40:02}.md"
+        data = f"edit {i}\n".encode()
+        sync_rig.write(path, data)
+        expected[path] = data
+        if i == 150:
+            proc.kill()  # SIGKILL: no flush, no state save, maybe mid-write
+            proc.wait(10)
+        time.sleep(0.002)
+    assert proc.returncode == -signal.SIGKILL
+    sync_rig.once()
+    assert sync_rig.remote() == expected
+    assert {p: d for p, d in sync_rig.disk().items() if not ignored_path(p)} == expected
+    assert not any(p.startswith(".memfs") or "/.memfs" in p for p in sync_rig.disk())
+    # Nothing but the agent and this one mirror wrote to the store.
+    authors = {c.author for c in sync_rig.store.changes()} - {"agent"}
+    assert len(authors) == 1 and authors.pop().endswith(f":{sync_rig.dir})")

@@ -1,0 +1,220 @@
+"""Nothing is lost: wipes, replaced folders, brief absences, odd files, interrupted runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memfs.errors import SyncError
+from memfs.sync.disk import Disk, sha256
+from tests.fixtures.sync import SyncRig, wait_for
+
+AGENT = "agent"
+
+
+def seed_files(rig: SyncRig, n: int = 10) -> dict[str, bytes]:
+    files = {f"n{i}.md": f"note {i}".encode() for i in range(n)}
+    files["sub/deep.md"] = b"deep"
+    for path, data in files.items():
+        rig.store.write(path, data, author=AGENT, parents=True)
+    return files
+
+
+def deletes_in_feed(rig: SyncRig) -> list[str]:
+    return [c.path for c in rig.store.changes() if c.kind in ("delete", "rmdir")]
+
+
+def test_wiping_dir_contents_live_repopulates_and_deletes_nothing(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = seed_files(sync_rig)
+    sync_rig.start()
+    wait_for(lambda: sync_rig.disk() == files)
+    sync_rig.settle()
+    for entry in sync_rig.dir.iterdir():  # rm -rf DIR/*
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    wait_for(lambda: sync_rig.disk() == files, what="DIR repopulated")
+    sync_rig.settle()
+    assert sync_rig.remote() == files
+    assert deletes_in_feed(sync_rig) == []
+    assert any("wiped or replaced folder" in r.getMessage() for r in caplog.records)
+
+
+def test_wipe_while_stopped_is_restored_by_once(sync_rig: SyncRig) -> None:
+    files = seed_files(sync_rig)
+    sync_rig.once()
+    for entry in sync_rig.dir.iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    sync_rig.once()
+    assert sync_rig.disk() == sync_rig.remote() == files
+    assert deletes_in_feed(sync_rig) == []
+
+
+def test_dir_deleted_and_recreated_live_is_repopulated(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = seed_files(sync_rig, 2)  # a small tree: only the inode change protects it
+    sync_rig.start()
+    wait_for(lambda: sync_rig.disk() == files)
+    sync_rig.settle()
+    shutil.rmtree(sync_rig.dir)
+    sync_rig.dir.mkdir()
+    wait_for(lambda: sync_rig.disk() == files, what="the new DIR repopulated")
+    sync_rig.settle()
+    assert deletes_in_feed(sync_rig) == []
+    assert any("deleted or replaced" in r.getMessage() for r in caplog.records)
+    # And the new DIR is watched: an edit in it still lands.
+    sync_rig.write("n0.md", "after")
+    wait_for(lambda: sync_rig.remote_has("n0.md", b"after"))
+
+
+def test_dir_swapped_while_stopped_merges_afresh(sync_rig: SyncRig) -> None:
+    files = seed_files(sync_rig, 2)
+    sync_rig.once()
+    old = sync_rig.dir.rename(sync_rig.tmp / "old-mirror")
+    sync_rig.dir.mkdir()
+    (sync_rig.dir / "n0.md").write_text("an older copy")
+    sync_rig.once()
+    remote = sync_rig.remote()
+    assert deletes_in_feed(sync_rig) == []
+    assert {p: remote[p] for p in files} == files  # nothing in the store overwritten
+    (copy,) = [p for p in remote if p.startswith("n0.conflict-")]
+    assert remote[copy] == b"an older copy"
+    assert sync_rig.disk() == remote
+    assert old.is_dir()
+
+
+def test_a_file_missing_for_a_moment_is_not_deleted(sync_rig: SyncRig) -> None:
+    sync_rig.store.write("a.md", b"keep", author=AGENT)
+    sync_rig.start()
+    wait_for(lambda: sync_rig.disk_has("a.md", b"keep"))
+    sync_rig.settle()
+    aside = sync_rig.tmp / "elsewhere.md"
+    os.rename(sync_rig.dir / "a.md", aside)  # moved out of DIR: looks deleted...
+    time.sleep(0.1)  # ...for longer than the debounce (the point of the test)
+    os.rename(aside, sync_rig.dir / "a.md")
+    sync_rig.settle()
+    assert deletes_in_feed(sync_rig) == []
+    assert sync_rig.remote() == {"a.md": b"keep"}
+
+
+def test_binary_oversized_refused_and_symlinked_files(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    sync_rig.start(max_file_bytes=1000)
+    binary = bytes(range(256))
+    sync_rig.write("image.bin", binary)
+    sync_rig.write("big.md", b"x" * 2000)
+    sync_rig.write("bad\u200bname.md", "invisible character")
+    os.symlink("/etc/passwd", sync_rig.dir / "link.md")
+    sync_rig.write("fine.md", "fine")
+    wait_for(lambda: sync_rig.remote_has("fine.md", b"fine"))
+    wait_for(lambda: sync_rig.remote_has("image.bin", binary))
+    sync_rig.settle()
+    assert set(sync_rig.remote()) == {"fine.md", "image.bin"}
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("big.md" in m and "over the limit" in m for m in messages) == 1
+    assert sum("bad\u200bname.md" in m and "U+200B" in m for m in messages) == 1
+    assert sum("link.md" in m and "symlink" in m for m in messages) == 1
+    # Touching the big file again with the same size does not warn again...
+    sync_rig.write("fine.md", "fine 2")
+    wait_for(lambda: sync_rig.remote_has("fine.md", b"fine 2"))
+    # ...and once it fits, it is synced.
+    sync_rig.write("big.md", b"small now")
+    wait_for(lambda: sync_rig.remote_has("big.md", b"small now"))
+    sync_rig.settle()
+    assert (sync_rig.dir / "bad\u200bname.md").exists()  # skipped, never deleted
+
+
+def test_a_slow_writer_is_never_synced_half_done(sync_rig: SyncRig) -> None:
+    sync_rig.start(quiet=0.3)
+    sync_rig.settle()
+    with open(sync_rig.dir / "slow.md", "wb") as f:
+        for i in range(20):
+            f.write(f"line {i}\n".encode())
+            f.flush()
+            time.sleep(0.01)
+    final = (sync_rig.dir / "slow.md").read_bytes()
+    wait_for(lambda: sync_rig.remote_has("slow.md", final))
+    sync_rig.settle()
+    assert [r.size for r in sync_rig.store.history("slow.md")] == [len(final)]
+
+
+def test_leftovers_of_a_killed_mirror_are_recovered(sync_rig: SyncRig) -> None:
+    sync_rig.store.write("notes.md", b"synced", author=AGENT)
+    sync_rig.once()
+    # A temp file (harmless) and an aside copy holding a save the mirror never saw.
+    (sync_rig.dir / ".memfs-tmp-0123456789ab-").write_bytes(b"partial")
+    (sync_rig.dir / ".memfs-aside-0123456789ab-notes.md").write_bytes(b"unsaved words")
+    (sync_rig.dir / ".memfs-aside-ba9876543210-notes.md").write_bytes(b"synced")
+    sync_rig.once()
+    disk = sync_rig.disk()
+    assert not any(p.startswith(".memfs") for p in disk)
+    (recovered,) = [p for p, d in disk.items() if d == b"unsaved words"]
+    assert recovered.startswith("notes.recovered-")
+    assert sync_rig.remote() == disk
+
+
+def test_kind_clash_keeps_both(sync_rig: SyncRig) -> None:
+    sync_rig.store.write("thing", b"a file in the store", author=AGENT)
+    (sync_rig.dir / "thing").mkdir()
+    (sync_rig.dir / "thing" / "inside.md").write_text("inside")
+    sync_rig.once()
+    sync_rig.once()  # the moved-aside directory is pushed on the next pass at the latest
+    remote = sync_rig.remote()
+    assert remote["thing"] == b"a file in the store"
+    (inside,) = [p for p in remote if p.endswith("/inside.md")]
+    assert inside.startswith("thing.conflict-") and remote[inside] == b"inside"
+    assert sync_rig.disk() == remote
+
+
+def test_two_mirrors_cannot_share_one_state(sync_rig: SyncRig) -> None:
+    sync_rig.start()
+    with pytest.raises(SyncError, match="already running"):
+        sync_rig.once()
+
+
+def test_a_damaged_state_costs_a_rescan_not_data(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = seed_files(sync_rig, 3)
+    sync_rig.once()
+    sync_rig.write("n1.md", "edited while the state was damaged")
+    sync_rig.state_path.write_text("{not json")
+    sync_rig.once()
+    remote = sync_rig.remote()
+    assert remote["n1.md"] == files["n1.md"]
+    assert b"edited while the state was damaged" in remote.values()
+    assert deletes_in_feed(sync_rig) == []
+    assert any("damaged" in r.getMessage() for r in caplog.records)
+
+
+def test_disk_replace_and_remove_refuse_unexpected_content(tmp_path: Path) -> None:
+    disk = Disk(tmp_path, 1 << 20)
+    (tmp_path / "f.md").write_bytes(b"the person's")
+    st, displaced = disk.replace("f.md", b"new", expected_sha=sha256(b"something else"))
+    assert st is None and displaced is None
+    assert (tmp_path / "f.md").read_bytes() == b"the person's"
+    st, _ = disk.replace("f.md", b"new", expected_sha=None)  # must be absent: it is not
+    assert st is None and (tmp_path / "f.md").read_bytes() == b"the person's"
+    assert not disk.remove("f.md", sha256(b"something else"))
+    assert (tmp_path / "f.md").read_bytes() == b"the person's"
+    assert disk.remove("f.md", sha256(b"the person's"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stop_flushes_a_pending_edit(sync_rig: SyncRig) -> None:
+    mirror = sync_rig.start(quiet=5.0)
+    sync_rig.write("late.md", "written just before stop")
+    wait_for(lambda: mirror.debouncer.pending("late.md"))
+    stopper = threading.Thread(target=sync_rig.stop)
+    stopper.start()
+    stopper.join(20)
+    assert not stopper.is_alive()
+    assert sync_rig.remote_has("late.md", b"written just before stop")
