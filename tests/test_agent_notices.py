@@ -134,3 +134,72 @@ def _content(store: Any, path: str) -> bytes | None:
         return store.read(path)[0]
     except NotFound:
         return None
+
+
+def test_explicit_store_gives_authors_on_a_plain_directory(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    from memfs.store import open_store
+
+    root = tmp_path / "memories"
+    root.mkdir()
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    store = open_store(url)
+    try:
+        store.write("todo.md", b"- milk\n", author="vim (pid 812)")
+
+        def person(_: Request) -> None:
+            store.write("todo.md", b"- milk\n- eggs\n", author="vim (pid 812)")
+
+        _script(model_server, person)
+        list(run_agent("Keep notes.", root, client=model_server.client(), store_url=url))
+    finally:
+        store.close()
+    notices = [_notice_blocks(r) for r in model_server.requests]
+    assert notices == [[], [], [f"{NOTICE_START}edited /memories/todo.md (by vim (pid 812))."], []]
+
+
+@pytest.mark.fuse
+def test_cli_agent_on_the_default_mount(
+    model_server: ModelServer, memfs_mount: Any, tmp_path: Path
+) -> None:
+    """`memfs agent` as its own process finds the mount by itself; the person is this
+    test process, writing through the mounted path with plain open().write()."""
+    import json
+    import sys
+
+    mountpoint = Path(memfs_mount.mountpoint)
+    store = memfs_mount.store()
+    me = Path("/proc/self/comm").read_text().strip()
+
+    def person(_: Request) -> None:
+        with open(mountpoint / "ideas.md", "w") as f:
+            f.write("- a shared memory\n")
+        wait_for(lambda: _content(store, "ideas.md") is not None, timeout=10, what="ideas.md")
+
+    _script(model_server, person)
+    transcript = tmp_path / "t.jsonl"
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "test",
+        "ANTHROPIC_BASE_URL": model_server.url,
+        "MEMFS_MOUNTPOINT": str(mountpoint),  # the default root; MEMFS_STATE_DIR is set
+    }
+    memfs = Path(sys.executable).with_name("memfs")
+    done = subprocess.run(
+        [str(memfs), "agent", "--verbose", "--transcript", str(transcript), "Keep notes."],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Seen it.\n"
+    expected = f"{NOTICE_START}created /memories/ideas.md (by {me} (pid {os.getpid()}))."
+    assert [_notice_blocks(r) for r in model_server.requests] == [[], [], [expected], []]
+    assert f"notice: {expected}\n" in done.stderr
+    assert "memory create /memories/agent.md ok\n" in done.stderr
+    lines = [json.loads(line) for line in transcript.read_text().splitlines()]
+    requests = [line["messages"] for line in lines if line["type"] == "request"]
+    assert requests[2] == model_server.requests[2].messages
+    assert (mountpoint / "agent.md").read_text() == "ours\n"
