@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MOUNTPOINT ?= memories
 # Debian packages: fuse3 gives fusermount3 and libfuse3, libfuse2 keeps the libfuse 2
-# path testable. The script decides what is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2
+# path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive.
+# The script decides what is missing.
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny
 
 .PHONY: test run stop status lint bench system-deps venv clean
 
@@ -32,6 +33,7 @@ lint: $(STAMP)
 
 run: system-deps $(STAMP)
 	@$(BIN)/memfs mount $(MOUNTPOINT)
+	@echo "Or stop with: make stop (make status lists mounts)"
 
 stop: $(STAMP)
 	@$(BIN)/memfs umount $(MOUNTPOINT)
