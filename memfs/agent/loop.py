@@ -29,7 +29,9 @@ from memfs.errors import AgentError, MemfsError
 from memfs.notices import ChangeFeed, Notice, SnapshotWatcher, Watcher, format_notices
 
 if TYPE_CHECKING:
-    from anthropic.lib.tools import BetaToolRunner
+    from anthropic.lib.tools import BetaStreamingToolRunner, BetaToolRunner
+
+    Runner = BetaToolRunner[Any] | BetaStreamingToolRunner[Any]
 
 # Claude Sonnet 5.5: the SDK's newest Sonnet (claude-sonnet-4-5 reaches end of life on
 # 30 November 2026, per the SDK's deprecation table).
@@ -173,7 +175,7 @@ class AgentSession:
             raise AgentError(line) from exc
 
     def _run(self) -> Iterator[AgentEvent]:
-        runner: BetaToolRunner[Any] | Any
+        runner: Runner
         if self.max_iterations is None:
             runner = self.thread.tool_runner(stream=self.stream)
         else:
@@ -210,7 +212,7 @@ class AgentSession:
         yield Done(last.stop_reason if last else None, turns, reached)
 
     def _tools_and_notice(
-        self, runner: Any, message: BetaMessage, *, add_notice: bool
+        self, runner: Runner, message: BetaMessage, *, add_notice: bool
     ) -> Iterator[AgentEvent]:
         # What others changed while the model thought, read before our own calls run.
         notices: list[Notice] = self.watcher.poll()
