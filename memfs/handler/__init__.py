@@ -6,8 +6,10 @@ and its ``is_error`` flag). It never raises: bad input becomes an error the mode
 act on, and anything unexpected is logged and reported as an internal error.
 
 The directory can be a plain one or a memfs FUSE mount; the handler needs nothing but
-POSIX semantics from it. It never follows a symbolic link, writes atomically, and never
-loses a concurrent write (see :mod:`memfs.handler.tree`).
+POSIX semantics from it. It writes atomically, never loses a concurrent write, and never
+follows a symbolic link (see :mod:`memfs.handler.tree`): listings leave links out, and a
+path that meets one is refused with a message naming the link, rather than reported
+missing, so whoever planted it can tell why the model cannot use it.
 """
 
 from __future__ import annotations
