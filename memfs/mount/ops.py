@@ -22,6 +22,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memfs import errors
@@ -39,18 +40,38 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
+
+STATFS_TTL_S = 2.0
+
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 RENAME_WHITEOUT = 4
 
 
+@dataclass(slots=True)
+class Listing:
+    """A directory listing valid while the mount's change generation is ``gen``.
+
+    ``native`` is for the FUSE layer to keep its own encoded form of the same entries.
+    """
+
+    gen: int
+    names: list[tuple[str, int]]
+    native: Any = None
+
+
 def _op(method: Callable[..., T]) -> Callable[..., T]:
     name = method.__name__
 
+    timed_name = name + ".ns"
+
     @functools.wraps(method)
     def wrapper(self: MemfsOperations, *args: Any) -> T:
-        if self._counter is not None:
-            self._counter[name] += 1
+        counter = self._counter
+        if counter is not None:
+            counter[name] += 1
+            start = time.perf_counter_ns()
         try:
             return method(self, *args)
         except OSError:
@@ -62,6 +83,10 @@ def _op(method: Callable[..., T]) -> Callable[..., T]:
         except Exception:
             log.exception("memfs: unexpected error in %s%r; answering EIO", name, args[:2])
             raise OSError(errno.EIO, "internal error") from None
+        finally:
+            if counter is not None:
+                # Time inside the operation only (not libfuse's or ctypes' share).
+                counter[timed_name] += time.perf_counter_ns() - start
 
     return wrapper
 
@@ -111,7 +136,13 @@ class MemfsOperations:
         self._counter = self.options.callback_counter
         self._mutex = threading.RLock()
         self._own = OwnChanges(store)
-        self._buffers = BufferTable(store, self._mutex, self._own.run)
+        # Bumped around every change to the tree (ours and other writers'): cached
+        # listings are valid only for the generation they were made in.
+        self._gen = 0
+        self._listings: dict[str, Listing] = {}
+        self._entries: dict[str, tuple[int, Entry]] = {}
+        self._statfs: tuple[float, dict[str, int]] | None = None
+        self._buffers = BufferTable(store, self._mutex, self._tracked)
         self._cache = ReadCache()
         self._handles = Handles()
         self._uid = os.getuid()
@@ -153,9 +184,16 @@ class MemfsOperations:
     def _author(self) -> str:
         return author_of(self._caller_pid())
 
+    def _tracked(self, author: str, fn: Callable[[], T]) -> T:
+        self._gen += 1
+        try:
+            return self._own.run(author, fn)
+        finally:
+            self._gen += 1
+
     def _mutate(self, author: str, fn: Callable[[], T]) -> T:
         with self._mutex:
-            return self._own.run(author, fn)
+            return self._tracked(author, fn)
 
     def _check_new_name(self, path: str) -> None:
         """Refuse a name the model could not address (EINVAL), with a one-line warning."""
@@ -166,6 +204,7 @@ class MemfsOperations:
             raise OSError(errno.EINVAL, str(e)) from None
 
     def _foreign_changes(self, changes: Iterable[Change]) -> None:
+        self._gen += 1
         paths: list[str] = []
         for change in changes:
             for p in touched_paths(change):
@@ -229,11 +268,7 @@ class MemfsOperations:
             buf = self._buffers.get(p)
             if buf is not None and buf.base_rev == 0:
                 return self._pending_attrs(buf)
-        try:
-            entry = self.store.stat(p)
-        except errors.PathError:
-            # A name the store cannot hold does not exist (tools probe such names).
-            raise OSError(errno.ENOENT, "no such entry") from None
+        entry = self._stat(p)
         if entry.kind == "dir":
             with self._mutex:
                 self._known_dirs.add(p)
@@ -241,19 +276,54 @@ class MemfsOperations:
 
     @_op
     def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
+        return [(name, mode, 0) for name, mode in self._listing(path).names]
+
+    @_op
+    def readdir_entries(self, path: str) -> Listing:
+        """The directory's entries, cached until anything in the tree changes."""
+        return self._listing(path)
+
+    def _stat(self, p: str) -> Entry:
+        gen = self._gen  # read before the query: a change during it voids the result
+        hit = self._entries.get(p)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        try:
+            entry = self.store.stat(p)
+        except errors.PathError:
+            # A name the store cannot hold does not exist (tools probe such names).
+            raise OSError(errno.ENOENT, "no such entry") from None
+        self._remember(gen, entry)
+        return entry
+
+    def _remember(self, gen: int, entry: Entry) -> None:
+        if len(self._entries) > 200_000:
+            self._entries.clear()
+        self._entries[entry.path] = (gen, entry)
+
+    def _listing(self, path: str) -> Listing:
         p = rel(path)
-        kinds = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
-        out = [(".", stat.S_IFDIR, 0), ("..", stat.S_IFDIR, 0)]
-        names: set[str] = set()
+        gen = self._gen
+        hit = self._listings.get(p)
+        if hit is not None and hit.gen == gen:
+            return hit
+        names = [(".", stat.S_IFDIR), ("..", stat.S_IFDIR)]
+        seen: set[str] = set()
         for entry in self.store.listdir(p):
-            out.append((entry.name, kinds[entry.kind], 0))
-            names.add(entry.name)
+            names.append((entry.name, _KINDS[entry.kind]))
+            seen.add(entry.name)
+            # The lookups that follow a listing (ls -l, find, grep) are then free.
+            self._remember(gen, entry)
         with self._mutex:
             for buf in self._buffers.pending_children(p):
                 name = buf.path.rsplit("/", 1)[-1]
-                if name not in names:
-                    out.append((name, stat.S_IFREG, 0))
-        return out
+                if name not in seen:
+                    names.append((name, stat.S_IFREG))
+        listing = Listing(gen, names)
+        if len(self._listings) > 4096:
+            self._listings.clear()
+        self._listings[p] = listing
+        return listing
 
     @_op
     def opendir(self, path: str) -> int:
@@ -292,13 +362,19 @@ class MemfsOperations:
 
     @_op
     def statfs(self, path: str) -> dict[str, int]:
+        # Tools call statfs on every run (find, grep, df); counting the whole tree each
+        # time costs more than the rest of a warm run, and nobody needs it exact.
+        now = time.monotonic()
+        cached = self._statfs
+        if cached is not None and now - cached[0] < STATFS_TTL_S:
+            return cached[1]
         usage = self.store.usage()
         bsize = 4096
         used = (usage.bytes + bsize - 1) // bsize
         # The store has no fixed capacity; report plenty so tools do not refuse to write.
         total = max(used * 2, 1 << 24)
         files = max((usage.files + usage.dirs) * 2, 1 << 20)
-        return {
+        result = {
             "f_bsize": bsize,
             "f_frsize": bsize,
             "f_blocks": total,
@@ -309,6 +385,8 @@ class MemfsOperations:
             "f_favail": files - usage.files - usage.dirs,
             "f_namemax": 255,
         }
+        self._statfs = (now, result)
+        return result
 
     # --- file content -----------------------------------------------------------------
     @_op
@@ -321,6 +399,7 @@ class MemfsOperations:
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             self._buffers.create(p, mode & 0o7777, author)
+            self._gen += 1
         self._committer.poke()
         # The only requests with a real file handle in no-open mode: see handles.py.
         return self._handles.new(p)
@@ -427,6 +506,7 @@ class MemfsOperations:
             self._cache.forget(p)
             self._keep_open_data(p, buf)
             if buf is not None and buf.base_rev == 0:
+                self._gen += 1
                 # Created and removed before it was ever committed (vim's 4913 probe,
                 # lock files): the store never needs to hear of it.
                 return 0
