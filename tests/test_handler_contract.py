@@ -565,6 +565,15 @@ def test_edits_keep_mode(h: MemoryHandler, root: Path) -> None:
     assert (root / "s.md").read_text() == "z\nb\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_edits_keep_a_persons_ownership(h: MemoryHandler, root: Path) -> None:
+    (root / "s.md").write_text("a\n")
+    os.chown(root / "s.md", 1234, 2345)
+    ok(h, command="str_replace", path="/memories/s.md", old_str="a", new_str="b")
+    st = os.stat(root / "s.md")
+    assert (st.st_uid, st.st_gid, (root / "s.md").read_text()) == (1234, 2345, "b\n")
+
+
 # --- insert ----------------------------------------------------------------------------
 
 

@@ -237,7 +237,9 @@ class Tree:
             try:
                 os.fchmod(fd, mode)  # the umask must not decide a memory file's mode
                 if owner is not None and owner != (os.geteuid(), os.getegid()):
-                    with contextlib.suppress(PermissionError):
+                    # Keeping a person's ownership is best effort: only root may give a
+                    # file away, and some file systems ignore owners altogether.
+                    with contextlib.suppress(OSError):
                         os.fchown(fd, *owner)
                 view = memoryview(data)
                 while view:
