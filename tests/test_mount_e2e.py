@@ -137,10 +137,11 @@ def test_vim_save(notes, backup: bool) -> None:  # type: ignore[no-untyped-def]
     assert _names(store) == {"notes.md"}
 
 
-def test_real_vim_edits_through_the_mount(notes) -> None:  # type: ignore[no-untyped-def]
-    vim = shutil.which("vim") or shutil.which("vim.tiny")
+@pytest.mark.parametrize("program", ["vim.tiny", "vim.basic"])
+def test_real_vim_edits_through_the_mount(notes, program: str) -> None:  # type: ignore[no-untyped-def]
+    vim = shutil.which(program)
     if vim is None:
-        pytest.skip("vim is not installed (the syscall-level vim tests still ran)")
+        pytest.skip(f"{program} is not installed (the syscall-level vim tests still ran)")
     mount, store, path, since = notes
     proc = subprocess.Popen(
         [

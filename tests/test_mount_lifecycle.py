@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from memfs.cli import main
+from memfs.errors import MountError
 from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
@@ -296,3 +297,78 @@ def test_status_without_mounts(memfs_state_dir: Path) -> None:
     result = _invoke("status")
     assert result.exit_code == 0
     assert result.stdout == "No memfs mounts.\n"
+
+
+# --- the daemon's own failure paths ---------------------------------------------------------
+
+
+def test_a_child_that_cannot_mount_reports_why(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    (mp / "late.txt").write_text("appeared after the checks\n")
+    # Skip start()'s checks, as a file appearing between the checks and the mount would.
+    with pytest.raises(MountError) as info:
+        daemon._spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=10)
+    assert "not empty" in str(info.value) and "\n" not in str(info.value)
+    _nothing_mounted(tmp_path)
+
+
+def test_a_child_that_does_not_come_up_in_time_is_cleaned_up(
+    tmp_path: Path, memfs_state_dir: Path
+) -> None:
+    require_fuse()
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    with pytest.raises(MountError) as info:
+        daemon._spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=0)
+    message = str(info.value)
+    first, *tail = message.splitlines()
+    assert first == (
+        f"The memfs daemon for {mp} did not come up within 0 s; its log {state.log_path(mp)} ends:"
+    )
+    assert tail and tail[0].startswith("  --- memfs daemon starting at ")
+    _nothing_mounted(tmp_path)
+    assert daemon._children == {}
+
+
+def test_stop_unmounts_even_when_the_daemon_is_frozen(memfs_mount: MountHandle) -> None:
+    mp, pid = memfs_mount.mountpoint, memfs_mount.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        notes: list[str] = []
+        with pytest.raises(MountError) as info:
+            daemon.stop(mp, timeout=0.5, on_note=notes.append)
+        assert str(info.value) == (
+            f"The memfs daemon (pid {pid}) did not exit after unmounting {mp}; "
+            f"stop it with: kill -9 {pid}"
+        )
+        assert notes == []  # the plain unmount worked: nothing was busy
+        assert host.mount_entry(mp) is None
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # Woken up, it finds its SIGTERM and its mount gone, and exits cleanly on its own.
+    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+    assert state.records() == []
+
+
+def test_stop_detaches_a_busy_mount_of_a_frozen_daemon_with_a_warning(
+    memfs_mount: MountHandle,
+) -> None:
+    mp, pid = memfs_mount.mountpoint, memfs_mount.pid
+    squatter = subprocess.Popen(["sleep", "60"], cwd=mp)  # a shell sitting in the mount
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        notes: list[str] = []
+        with pytest.raises(MountError):
+            daemon.stop(mp, timeout=0.5, on_note=notes.append)
+        assert notes == [
+            f"Warning: {mp} was busy and has been detached lazily; it disappears when "
+            "the last process using it lets go."
+        ]
+        assert host.mount_entry(mp) is None
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        squatter.kill()
+        squatter.wait(10)
+    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
