@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,39 @@ print(wins)
     outs = reap(procs)
     assert sum(int(o) for o in outs) == 100
     assert sorted(p.read_text() for p in root.glob("c*.md")).count("A") == int(outs[0])
+
+
+def test_threads_sharing_one_handler_lose_no_edit(tmp_path: Path) -> None:
+    """flock locks belong to each open file description, so threads serialise too."""
+    root = tmp_path / "mem"
+    h = MemoryHandler(root)
+    (root / "log.md").write_text(f"{END}\n")
+    n, tags = 50, ("T0", "T1", "T2", "T3")
+    failures: list[object] = []
+
+    def work(tag: str) -> None:
+        for k in range(n):
+            res = h.execute(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/log.md",
+                    "old_str": END,
+                    "new_str": f"{tag}-{k}\n{END}",
+                }
+            )
+            if res.is_error:
+                failures.append(res.content)
+
+    threads = [threading.Thread(target=work, args=(tag,)) for tag in tags]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert failures == []
+    lines = (root / "log.md").read_text().splitlines()
+    for tag in tags:
+        assert [line for line in lines if line.startswith(f"{tag}-")] == [
+            f"{tag}-{k}" for k in range(n)
+        ]
+    assert len(lines) == 1 + n * len(tags)
