@@ -509,6 +509,21 @@ def test_str_replace_multiline_and_literal_specials(h: MemoryHandler, root: Path
     assert (root / "s.md").read_text() == "$& (.*) \\g<0> $1\ngamma\n"
 
 
+def test_str_replace_lf_lines_copied_from_view_match_a_crlf_file(
+    h: MemoryHandler, root: Path
+) -> None:
+    (root / "w.md").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    assert ok(
+        h, command="str_replace", path="/memories/w.md", old_str="one\ntwo", new_str="1\n2\n2b"
+    ) == (EDITED + "     1\t1\n     2\t2\n     3\t2b\n     4\tthree")
+    assert (root / "w.md").read_bytes() == b"1\r\n2\r\n2b\r\nthree\r\n"
+    ok(h, command="str_replace", path="/memories/w.md", old_str="2b\r\n", new_str="")
+    assert (root / "w.md").read_bytes() == b"1\r\n2\r\nthree\r\n"
+    assert err(h, command="str_replace", path="/memories/w.md", old_str="2\nfour", new_str="") == (
+        "No replacement was performed, old_str `2\nfour` did not appear verbatim in /memories/w.md."
+    )
+
+
 def test_str_replace_without_new_str_deletes(h: MemoryHandler, root: Path) -> None:
     (root / "s.md").write_text("keep DROP keep\n")
     ok(h, command="str_replace", path="/memories/s.md", old_str="DROP ")

@@ -266,13 +266,14 @@ class Commands:
 
         def change(old: bytes) -> bytes:
             content = _decode(old, raw)
-            lines = text.occurrence_lines(content, old_str)
+            find, put = text.crlf_match(content, old_str, new_str)
+            lines = text.occurrence_lines(content, find)
             if not lines:
                 raise Refused(strings.not_found(raw, old_str))
-            pos = content.find(old_str)
-            if content.find(old_str, pos + 1) != -1:
+            pos = content.find(find)
+            if content.find(find, pos + 1) != -1:
                 raise Refused(strings.multiple(old_str, lines))
-            new_content = content[:pos] + new_str + content[pos + len(old_str) :]
+            new_content = content[:pos] + put + content[pos + len(find) :]
             data = self._encode_capped(raw, new_content)
             first = lines[0]
             shown[:] = [text.snippet(new_content, first, first + new_str.count("\n"))]

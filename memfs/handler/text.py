@@ -88,6 +88,22 @@ def insert_at(text: str, line: int, insert_text: str) -> str:
     return text + (insert_text if insert_text.endswith("\n") else insert_text + eol)
 
 
+def crlf_match(content: str, old_str: str, new_str: str) -> tuple[str, str]:
+    """The text to find and the text to put for a str_replace on ``content``.
+
+    view hides the ``"\r"`` of CRLF line ends, so a model copying lines from it sends
+    ``"\n"`` only. When such a multi-line ``old_str`` is not in a CRLF file verbatim but
+    is with CRLF line ends, that is what is meant: both strings get the file's line
+    ends. Anything found verbatim is used verbatim.
+    """
+    if "\n" not in old_str or "\r\n" in old_str or old_str in content or eol_of(content) != "\r\n":
+        return old_str, new_str
+    crlf_old = old_str.replace("\n", "\r\n")
+    if crlf_old not in content:
+        return old_str, new_str
+    return crlf_old, new_str.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
 def occurrence_lines(text: str, needle: str) -> list[int]:
     """1-based line of every start of ``needle`` in ``text``, overlapping ones included.
 
