@@ -372,3 +372,20 @@ def test_stop_detaches_a_busy_mount_of_a_frozen_daemon_with_a_warning(
         squatter.kill()
         squatter.wait(10)
     wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+
+
+# --- the FUSE gate of the test suite itself ----------------------------------------------------
+
+
+def test_missing_fuse_skips_locally_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = host.fuse_problem(device="/nonexistent/fuse")
+    assert problem == (
+        "/nonexistent/fuse does not exist, so FUSE cannot mount here; load the fuse module "
+        "(modprobe fuse) or run memfs sync DIR instead."
+    )
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="FUSE unavailable"):
+        require_fuse(problem)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="FUSE is required in CI"):
+        require_fuse(problem)

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import select
 import signal
@@ -40,6 +41,7 @@ Note = Callable[[str], None]
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 _LOG_TAIL_LINES = 12
+_LOG_ROTATE_BYTES = 4 << 20
 
 # Daemons this process spawned, kept so they can be reaped (a killed child stays a zombie
 # until its parent waits for it) and so Popen does not warn about them.
@@ -207,6 +209,10 @@ def _spawn(
     timeout: float,
 ) -> MountRecord:
     log = state.log_path(mountpoint)
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > _LOG_ROTATE_BYTES:
+            # One old generation is enough to read why the previous daemon ended.
+            os.replace(log, log.with_name(log.name + ".1"))
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", "memfs.mount.daemon", "--ready-fd", str(write_fd)]
     if debug:
@@ -414,6 +420,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mountpoint")
     parser.add_argument("store_url")
     args = parser.parse_args(argv)
+    # Warnings from the operations (a commit that failed, a refused rename) are the
+    # daemon's only voice: they go to the log file the parent set as stderr.
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     pipe = os.fdopen(args.ready_fd, "w", buffering=1)
 
     def tell(message: str) -> None:

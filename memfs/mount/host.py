@@ -36,16 +36,16 @@ def fusermount_binary() -> str | None:
     return shutil.which("fusermount3") or shutil.which("fusermount")
 
 
-def fuse_problem() -> str | None:
+def fuse_problem(device: str = FUSE_DEVICE) -> str | None:
     """Why FUSE mounts cannot work on this machine, as one actionable line, or None."""
-    if not os.path.exists(FUSE_DEVICE):
+    if not os.path.exists(device):
         return (
-            f"{FUSE_DEVICE} does not exist, so FUSE cannot mount here; load the fuse module "
+            f"{device} does not exist, so FUSE cannot mount here; load the fuse module "
             "(modprobe fuse) or run memfs sync DIR instead."
         )
-    if not os.access(FUSE_DEVICE, os.R_OK | os.W_OK):
+    if not os.access(device, os.R_OK | os.W_OK):
         return (
-            f"{FUSE_DEVICE} is not usable by this user; add yourself to the fuse group "
+            f"{device} is not usable by this user; add yourself to the fuse group "
             "or run memfs sync DIR instead."
         )
     if not (ctypes.util.find_library("fuse3") or ctypes.util.find_library("fuse")):
