@@ -203,3 +203,46 @@ def test_cli_agent_on_the_default_mount(
     requests = [line["messages"] for line in lines if line["type"] == "request"]
     assert requests[2] == model_server.requests[2].messages
     assert (mountpoint / "agent.md").read_text() == "ours\n"
+
+
+@pytest.mark.fuse
+def test_a_vim_save_on_the_mount_is_one_edit(model_server: ModelServer, memfs_mount: Any) -> None:
+    """vim's save (a swap file made and removed around the write) is one edit by vim.
+    The rename-style saves of other editors are folded in tests/test_notices.py."""
+    import re
+    import shutil
+
+    vim = shutil.which("vim") or shutil.which("vi")
+    if vim is None:
+        pytest.skip("vim is not installed (make test installs vim-tiny)")
+    mountpoint = Path(memfs_mount.mountpoint)
+    store = memfs_mount.store()
+    (mountpoint / "todo.md").write_text("- milk\n")
+    wait_for(lambda: _content(store, "todo.md") == b"- milk\n", timeout=10, what="todo.md")
+    pids: list[int] = []
+
+    def person(_: Request) -> None:
+        edit = ["-c", "%s/milk/oat milk/", "-c", "wq"]
+        proc = subprocess.Popen(
+            [vim, "-u", "NONE", "-i", "NONE", "-es", *edit, str(mountpoint / "todo.md")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()
+        pids.append(proc.pid)
+        edited = b"- oat milk\n"
+        wait_for(lambda: _content(store, "todo.md") == edited, timeout=10, what="vim's save")
+
+    _script(model_server, person)
+    list(run_agent("Keep notes.", mountpoint, client=model_server.client()))
+    notices = [_notice_blocks(r) for r in model_server.requests]
+    assert [len(n) for n in notices] == [0, 0, 1, 0]
+    (pid,) = pids
+    pattern = (
+        rf"{re.escape(NOTICE_START)}edited /memories/todo\.md \(by vim[\w.]* \(pid {pid}\)\)\."
+    )
+    assert re.fullmatch(pattern, notices[2][0]), notices[2][0]
