@@ -63,6 +63,11 @@ def test_relative_url_and_bare_paths(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert (tmp_path / "plain?name.db").is_file()
 
 
+def test_a_path_object_is_a_bare_path(tmp_path: Path) -> None:
+    with open_store(tmp_path / "p.db") as store:
+        assert store.url == "sqlite://" + quote(str(tmp_path / "p.db"))
+
+
 def test_reopening_by_the_store_url(tmp_path: Path) -> None:
     for name in ("a b/m.db", "50%25 ?x=1#frag.db"):
         with open_store(f"{tmp_path}/{name}") as store:

@@ -78,11 +78,14 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
     return match.group(1).lower(), base, options
 
 
-def open_store(url: str | None = None, **options: object) -> Store:
-    """Open (creating if needed) the store named by ``url``; see the module docstring."""
-    url = default_url() if url is None else url
+def open_store(url: str | os.PathLike[str] | None = None, **options: object) -> Store:
+    """Open (creating if needed) the store named by ``url``; see the module docstring.
+
+    A :class:`pathlib.Path` is taken as a bare file path.
+    """
+    url = default_url() if url is None else os.fspath(url)
     if not isinstance(url, str) or not url.strip():
-        raise StoreUnavailable("the store URL is empty")
+        raise StoreUnavailable(f"the store URL {url!r} is empty or not text")
     scheme, base, query = _split(url.strip())
     opener = _openers.get(scheme)
     if opener is None:
