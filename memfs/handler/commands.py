@@ -325,7 +325,8 @@ class Commands:
                     except AlreadyExists:
                         raise Refused(strings.destination_exists(raw_new)) from None
                     fsync_dir(dst)
-                fsync_dir(src)
+                if new.parent != old.parent:  # one directory needs one fsync
+                    fsync_dir(src)
         except (NotFound, NotADirectory):
             raise Refused(strings.path_missing(raw_old)) from None
         except SymlinkRefused as exc:
