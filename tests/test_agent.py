@@ -12,6 +12,7 @@ import pytest
 from memfs.agent import (
     CONTEXT_MANAGEMENT,
     CONTEXT_MANAGEMENT_BETA,
+    MISSING_KEY,
     AgentSession,
     Done,
     MessageDone,
@@ -226,4 +227,16 @@ def test_a_root_that_is_not_a_directory_is_refused(
 ) -> None:
     with pytest.raises(AgentError, match=r"is not a directory; run `memfs mount` or pass --root"):
         AgentSession(tmp_path / "missing", client=model_server.client())
+    assert model_server.requests == []
+
+
+def test_no_key_is_an_agent_error_before_any_request(
+    model_server: ModelServer, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_server.url)
+    with pytest.raises(AgentError) as caught:
+        AgentSession(root)
+    assert str(caught.value) == MISSING_KEY
     assert model_server.requests == []

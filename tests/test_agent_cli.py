@@ -12,6 +12,16 @@ from click.testing import CliRunner, Result
 from memfs.cli import main
 from tests.fixtures.model_server import ModelServer, fail, memory, reply, text
 
+# Every way the SDK could find credentials, cleared so that only the test's key counts.
+CREDENTIAL_VARIABLES = (
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_PROFILE",
+    "ANTHROPIC_CONFIG_DIR",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN_FILE",
+    "ANTHROPIC_FEDERATION_RULE_ID",
+)
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -21,11 +31,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def _run(server: ModelServer, *args: str, key: str | None = "test", input: str = "") -> Result:
-    env = {
-        "ANTHROPIC_API_KEY": key,
-        "ANTHROPIC_AUTH_TOKEN": None,
-        "ANTHROPIC_BASE_URL": server.url,
-    }
+    env: dict[str, str | None] = dict.fromkeys(CREDENTIAL_VARIABLES)
+    env.update({"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.url})
     return CliRunner().invoke(main, ["agent", *args], env=env, input=input)
 
 

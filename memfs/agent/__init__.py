@@ -12,8 +12,10 @@ from memfs.agent.loop import (
     CONTEXT_MANAGEMENT_BETA,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
+    MISSING_KEY,
     AgentSession,
     describe_api_error,
+    has_credentials,
     run_agent,
     watcher_for,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "CONTEXT_MANAGEMENT_BETA",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "MISSING_KEY",
     "AgentEvent",
     "AgentSession",
     "Done",
@@ -33,6 +36,7 @@ __all__ = [
     "ToolCall",
     "Transcript",
     "describe_api_error",
+    "has_credentials",
     "run_agent",
     "watcher_for",
 ]

@@ -74,6 +74,17 @@ def watcher_for(root: Path, store_url: str | None = None) -> Watcher:
     return ChangeFeed(store, root=subdir, exclude=os.getpid(), close_store=True)
 
 
+MISSING_KEY = "ANTHROPIC_API_KEY is not set; export it (export ANTHROPIC_API_KEY=...) and run again"
+
+
+def has_credentials(client: anthropic.Anthropic) -> bool:
+    """Whether the client found a way to authenticate: a key or token from the
+    environment, or a credentials profile the SDK discovered."""
+    return any(
+        getattr(client, name, None) is not None for name in ("api_key", "auth_token", "credentials")
+    )
+
+
 def describe_api_error(exc: anthropic.AnthropicError) -> str:
     """One line for a person: what failed and what to do."""
     if isinstance(exc, anthropic.AuthenticationError):
@@ -120,7 +131,12 @@ class AgentSession:
             )
         if max_iterations is not None and max_iterations < 1:
             raise AgentError(f"max_iterations must be at least 1, not {max_iterations}")
-        self.client = client if client is not None else anthropic.Anthropic()
+        if client is None:
+            client = anthropic.Anthropic()
+            if not has_credentials(client):
+                # The SDK would only fail at the first request, with a TypeError.
+                raise AgentError(MISSING_KEY)
+        self.client = client
         self.stream = stream
         self.max_iterations = max_iterations
         self.transcript = transcript

@@ -7,7 +7,6 @@ options); 3 when ``--max-iterations`` stopped the model before it finished.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,19 +143,24 @@ def agent(
     Needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL is honoured). Exit status: 0 done,
     1 API error after retries, 2 setup problem, 3 stopped by --max-iterations.
     """
-    from memfs.agent import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, AgentSession, Transcript
+    import anthropic
+
+    from memfs.agent import (
+        DEFAULT_MAX_TOKENS,
+        DEFAULT_MODEL,
+        MISSING_KEY,
+        AgentSession,
+        Transcript,
+        has_credentials,
+    )
 
     if not interactive and (prompt is None or not prompt.strip()):
         _die("give a PROMPT, or use -i for an interactive session", EXIT_SETUP)
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        _die(
-            "ANTHROPIC_API_KEY is not set; export it (export ANTHROPIC_API_KEY=...) and run again",
-            EXIT_SETUP,
-        )
+    client = anthropic.Anthropic()
+    if not has_credentials(client):
+        _die(MISSING_KEY, EXIT_SETUP)
     root = root if root is not None else _default_root()
     system = system_file.read_text(encoding="utf-8") if system_file is not None else None
-
-    import anthropic
 
     show = verbose or sys.stdout.isatty()
     renderer = _Renderer(show)
@@ -168,7 +172,7 @@ def agent(
     try:
         session = AgentSession(
             root,
-            client=anthropic.Anthropic(),
+            client=client,
             model=model or DEFAULT_MODEL,
             max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
             system=system,
