@@ -172,12 +172,13 @@ def test_overloaded_is_retried_then_succeeds(model_server: ModelServer, root: Pa
     model_server.script(
         fail(529),
         fail(429, retry_after="0.01", retry_after_ms=None),
+        fail(500),
         reply(text("Hello.")),
     )
-    events = list(run_agent("Hi.", root, client=model_server.client(max_retries=2)))
+    events = list(run_agent("Hi.", root, client=model_server.client(max_retries=3)))
     assert [r.body["messages"] for r in model_server.requests] == [
         [{"role": "user", "content": [{"type": "text", "text": "Hi."}]}]
-    ] * 3
+    ] * 4
     assert events[-1] == Done("end_turn", 1, False)
 
 
