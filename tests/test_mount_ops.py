@@ -312,6 +312,25 @@ def test_listing_includes_created_but_uncommitted_files(mounts: Callable[..., Mo
     assert (m.path / "pending").read_bytes() == b"p"
 
 
+def test_listings_follow_every_change_at_once(mnt: Mount) -> None:
+    d = mnt.path / "l"
+    d.mkdir()
+    assert os.listdir(d) == []
+    write_synced(d / "a", b"a")
+    assert sorted(os.listdir(d)) == ["a"]
+    (d / "sub").mkdir()
+    os.symlink("t", d / "ln")
+    assert sorted(os.listdir(d)) == ["a", "ln", "sub"]
+    os.rename(d / "a", d / "sub" / "b")
+    assert sorted(os.listdir(d)) == ["ln", "sub"]
+    assert os.listdir(d / "sub") == ["b"]
+    os.unlink(d / "ln")
+    os.unlink(d / "sub" / "b")
+    (d / "sub").rmdir()
+    assert os.listdir(d) == []
+    assert [e.name for e in os.scandir(d)] == []
+
+
 def test_rename_file_dir_and_onto_existing(mnt: Mount, store: Store) -> None:
     write_synced(mnt.path / "a", b"A")
     write_synced(mnt.path / "b", b"B")

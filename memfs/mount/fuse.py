@@ -156,6 +156,8 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
                         st.st_mode = mode
                     native.append((name.encode(self.encoding, self.errors), st))
                 listing.native = native
+            counter = self.operations.options.callback_counter
+            start = time.perf_counter_ns()
             if fuse3:
                 for name_b, st in native:
                     if filler(buf, name_b, st, 0, 0):
@@ -164,6 +166,9 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
                 for name_b, st in native:
                     if filler(buf, name_b, st, 0):
                         break
+            if counter is not None:
+                counter["readdir_fill.ns"] += time.perf_counter_ns() - start
+                counter["readdir_fill"] += 1
             return 0
 
         def readdir_fuse_3(

@@ -15,14 +15,12 @@ is logged with its traceback and becomes EIO.
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memfs import errors
@@ -30,6 +28,8 @@ from memfs.mount.authors import author_of
 from memfs.mount.buffers import Buffer, BufferTable, QuietCommitter, ReadCache
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
 from memfs.mount.handles import Handles
+from memfs.mount.namespace import NamespaceOps
+from memfs.mount.opkit import Listing, op, parent_of, rel
 from memfs.mount.options import MountOptions, errno_of
 from memfs.paths import parse_rel
 from memfs.store.base import Change, Entry, Store
@@ -44,68 +44,8 @@ _KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
 
 STATFS_TTL_S = 2.0
 
-RENAME_NOREPLACE = 1
-RENAME_EXCHANGE = 2
-RENAME_WHITEOUT = 4
 
-
-@dataclass(slots=True)
-class Listing:
-    """A directory listing valid while the mount's change generation is ``gen``.
-
-    ``native`` is for the FUSE layer to keep its own encoded form of the same entries.
-    """
-
-    gen: int
-    names: list[tuple[str, int]]
-    native: Any = None
-
-
-def _op(method: Callable[..., T]) -> Callable[..., T]:
-    name = method.__name__
-
-    timed_name = name + ".ns"
-
-    @functools.wraps(method)
-    def wrapper(self: MemfsOperations, *args: Any) -> T:
-        counter = self._counter
-        if counter is not None:
-            counter[name] += 1
-            start = time.perf_counter_ns()
-        try:
-            return method(self, *args)
-        except OSError:
-            raise
-        except errors.MemfsError as e:
-            if not isinstance(e, errors.NotFound):
-                log.debug("memfs: %s%r: %s", name, args[:2], e)
-            raise OSError(errno_of(e), str(e)) from e
-        except Exception:
-            log.exception("memfs: unexpected error in %s%r; answering EIO", name, args[:2])
-            raise OSError(errno.EIO, "internal error") from None
-        finally:
-            if counter is not None:
-                # Time inside the operation only (not libfuse's or ctypes' share).
-                counter[timed_name] += time.perf_counter_ns() - start
-
-    return wrapper
-
-
-def rel(path: str | None) -> str:
-    """FUSE path ("/a/b") to store path ("a/b"); "/" is the root "".
-
-    libfuse passes no path for a file that was unlinked while open (hard_remove).
-    """
-    if path is None:
-        raise OSError(errno.ESTALE, "the file was removed")
-    return path.strip("/")
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
-class MemfsOperations:
+class MemfsOperations(NamespaceOps):
     """FUSE operations over ``store``. ``caller_pid`` returns the requesting process id."""
 
     use_ns = True
@@ -258,7 +198,7 @@ class MemfsOperations:
         return self._attrs(entry, buf)
 
     # --- reading ------------------------------------------------------------------------
-    @_op
+    @op
     def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
@@ -274,11 +214,11 @@ class MemfsOperations:
                 self._known_dirs.add(p)
         return self._attrs(entry, buf)
 
-    @_op
+    @op
     def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
         return [(name, mode, 0) for name, mode in self._listing(path).names]
 
-    @_op
+    @op
     def readdir_entries(self, path: str) -> Listing:
         """The directory's entries, cached until anything in the tree changes."""
         return self._listing(path)
@@ -325,24 +265,24 @@ class MemfsOperations:
         self._listings[p] = listing
         return listing
 
-    @_op
+    @op
     def opendir(self, path: str) -> int:
         # Registered only so the FUSE layer can set cache_readdir on the directory handle.
         return 0
 
-    @_op
+    @op
     def readlink(self, path: str) -> str:
         entry = self.store.stat(rel(path))
         if entry.kind != "symlink" or entry.target is None:
             raise OSError(errno.EINVAL, "not a symlink")
         return entry.target
 
-    @_op
+    @op
     def open(self, path: str, flags: int) -> int:
         # ENOSYS once switches the kernel to "no open" mode for the life of the mount.
         raise OSError(errno.ENOSYS, "no open needed")
 
-    @_op
+    @op
     def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
@@ -360,7 +300,7 @@ class MemfsOperations:
                 self._cache.put(p, data)
         return data[offset : offset + size]
 
-    @_op
+    @op
     def statfs(self, path: str) -> dict[str, int]:
         # Tools call statfs on every run (find, grep, df); counting the whole tree each
         # time costs more than the rest of a warm run, and nobody needs it exact.
@@ -389,13 +329,13 @@ class MemfsOperations:
         return result
 
     # --- file content -----------------------------------------------------------------
-    @_op
+    @op
     def create(self, path: str, mode: int, flags: int = 0) -> int:
         p = rel(path)
         self._check_new_name(p)
         author = self._author()
         with self._mutex:
-            parent = self.store.stat(_parent(p))
+            parent = self.store.stat(parent_of(p))
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             self._buffers.create(p, mode & 0o7777, author)
@@ -404,12 +344,12 @@ class MemfsOperations:
         # The only requests with a real file handle in no-open mode: see handles.py.
         return self._handles.new(p)
 
-    @_op
+    @op
     def release(self, path: str | None, fh: int) -> int:
         self._handles.release(fh)
         return 0
 
-    @_op
+    @op
     def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
         pid = self._caller_pid()
         orphan = self._handles.orphaned(fh) if path is None else None
@@ -433,7 +373,7 @@ class MemfsOperations:
             self._committer.poke()
         return len(data)
 
-    @_op
+    @op
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
@@ -455,7 +395,7 @@ class MemfsOperations:
         self._committer.poke()
         return 0
 
-    @_op
+    @op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
         if path is None and self._handles.orphaned(fh) is not None:
             return 0  # an unlinked file has nowhere to be committed to
@@ -473,128 +413,3 @@ class MemfsOperations:
     def _commit_under(self, p: str) -> None:
         self._buffers.commit_under(p)
         self._cache.forget_under(p)
-
-    # --- namespace ------------------------------------------------------------------------
-    @_op
-    def mkdir(self, path: str, mode: int) -> int:
-        p = rel(path)
-        self._check_new_name(p)
-        author = self._author()
-        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777))
-        return 0
-
-    @_op
-    def rmdir(self, path: str) -> int:
-        p = rel(path)
-        author = self._author()
-        with self._mutex:
-            entry = self.store.stat(p)
-            if not entry.is_dir:
-                raise OSError(errno.ENOTDIR, "not a directory")
-            if any(True for _ in self._buffers.pending_children(p)):
-                raise OSError(errno.ENOTEMPTY, "directory not empty")
-            self._mutate(author, lambda: self.store.delete(p, author=author))
-            self._known_dirs.discard(p)
-        return 0
-
-    @_op
-    def unlink(self, path: str) -> int:
-        p = rel(path)
-        author = self._author()
-        with self._mutex:
-            buf = self._buffers.drop(p)
-            self._cache.forget(p)
-            self._keep_open_data(p, buf)
-            if buf is not None and buf.base_rev == 0:
-                self._gen += 1
-                # Created and removed before it was ever committed (vim's 4913 probe,
-                # lock files): the store never needs to hear of it.
-                return 0
-            entry = self.store.stat(p)
-            if entry.is_dir:
-                raise OSError(errno.EISDIR, "is a directory")
-            self._mutate(author, lambda: self.store.delete(p, author=author))
-        return 0
-
-    def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
-        """Give files created here and still open a private copy before ``p`` goes."""
-        fhs = self._handles.open_on(p)
-        if not fhs:
-            return
-        if buf is None:
-            data, entry = self.store.read(p)
-            buf = Buffer(p, bytearray(data), author="", base_rev=entry.rev, mode=entry.mode)
-        for fh in fhs:
-            self._handles.orphan(fh, buf)
-
-    @_op
-    def symlink(self, path: str, target: str) -> int:
-        p = rel(path)
-        self._check_new_name(p)
-        author = self._author()
-        self._mutate(author, lambda: self.store.symlink(p, target, author=author))
-        return 0
-
-    @_op
-    def rename(self, old: str, new: str, flags: int = 0) -> int:
-        if flags & ~RENAME_NOREPLACE:
-            # RENAME_EXCHANGE (and WHITEOUT) cannot be done atomically by the store;
-            # doing a plain rename instead would destroy the destination.
-            raise OSError(errno.EINVAL, "only RENAME_NOREPLACE is supported")
-        src, dst = rel(old), rel(new)
-        self._check_new_name(dst)
-        author = self._author()
-        with self._mutex:
-            self._commit_under(src)
-            if self._buffers.get(dst) is not None:
-                if flags & RENAME_NOREPLACE:
-                    raise OSError(errno.EEXIST, "destination exists")
-                # The destination is being replaced: commit it so its history keeps it.
-                self._commit(dst)
-            self._cache.forget_under(dst)
-            overwrite = not flags & RENAME_NOREPLACE
-            self._mutate(
-                author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
-            )
-            self._handles.moved(src, dst)
-            moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
-            for d in moved:
-                self._known_dirs.discard(d)
-                self._known_dirs.add(dst + d[len(src) :])
-        return 0
-
-    @_op
-    def link(self, target: str, source: str) -> int:
-        # Hard links cannot be coherent in a path-keyed store; git falls back to rename.
-        raise OSError(errno.EPERM, "hard links are not supported")
-
-    # --- attributes --------------------------------------------------------------------
-    def _set_attrs(self, path: str, **attrs: int | None) -> None:
-        p = rel(path)
-        author = self._author()
-        with self._mutex:
-            # Buffered content first, so the attribute lands on the committed file and a
-            # later commit cannot move the mtime again.
-            self._commit(p)
-            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs))
-
-    @_op
-    def chmod(self, path: str, mode: int) -> int:
-        self._set_attrs(path, mode=mode & 0o7777)
-        return 0
-
-    @_op
-    def chown(self, path: str, uid: int, gid: int) -> int:
-        self._set_attrs(path, uid=None if uid < 0 else uid, gid=None if gid < 0 else gid)
-        return 0
-
-    @_op
-    def utimens(self, path: str, times: tuple[int | None, int | None] | None = None) -> int:
-        """``times`` is (atime_ns, mtime_ns); None in a slot means UTIME_OMIT."""
-        mtime = time.time_ns() if times is None else times[1]
-        if mtime is None:
-            # Only the access time was to change, and it is not stored.
-            self.getattr(path)
-            return 0
-        self._set_attrs(path, mtime_ns=mtime)
-        return 0

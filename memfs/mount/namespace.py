@@ -1,0 +1,179 @@
+"""Namespace and attribute operations: mkdir, rmdir, unlink, symlink, rename, link,
+chmod, chown, utimens. A mixin of :class:`memfs.mount.ops.MemfsOperations`; every
+change to the tree commits the buffers it touches first, so the store sees one
+consistent sequence.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from memfs.mount.buffers import Buffer, BufferTable, ReadCache
+from memfs.mount.handles import Handles
+from memfs.mount.opkit import op, rel
+from memfs.store.base import Store
+
+T = TypeVar("T")
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
+
+
+class NamespaceOps:
+    """Needs the state :class:`~memfs.mount.ops.MemfsOperations` sets up."""
+
+    store: Store
+    _mutex: Any
+    _buffers: BufferTable
+    _cache: ReadCache
+    _handles: Handles
+    _known_dirs: set[str]
+    _gen: int
+    _counter: Any
+
+    def _author(self) -> str:
+        raise NotImplementedError
+
+    def _mutate(self, author: str, fn: Callable[[], T]) -> T:
+        raise NotImplementedError
+
+    def _check_new_name(self, path: str) -> None:
+        raise NotImplementedError
+
+    def _commit(self, p: str) -> None:
+        raise NotImplementedError
+
+    def _commit_under(self, p: str) -> None:
+        raise NotImplementedError
+
+    def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
+        raise NotImplementedError
+
+    # --- namespace ------------------------------------------------------------------------
+    @op
+    def mkdir(self, path: str, mode: int) -> int:
+        p = rel(path)
+        self._check_new_name(p)
+        author = self._author()
+        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777))
+        return 0
+
+    @op
+    def rmdir(self, path: str) -> int:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            entry = self.store.stat(p)
+            if not entry.is_dir:
+                raise OSError(errno.ENOTDIR, "not a directory")
+            if any(True for _ in self._buffers.pending_children(p)):
+                raise OSError(errno.ENOTEMPTY, "directory not empty")
+            self._mutate(author, lambda: self.store.delete(p, author=author))
+            self._known_dirs.discard(p)
+        return 0
+
+    @op
+    def unlink(self, path: str) -> int:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            buf = self._buffers.drop(p)
+            self._cache.forget(p)
+            self._keep_open_data(p, buf)
+            if buf is not None and buf.base_rev == 0:
+                self._gen += 1
+                # Created and removed before it was ever committed (vim's 4913 probe,
+                # lock files): the store never needs to hear of it.
+                return 0
+            entry = self.store.stat(p)
+            if entry.is_dir:
+                raise OSError(errno.EISDIR, "is a directory")
+            self._mutate(author, lambda: self.store.delete(p, author=author))
+        return 0
+
+    def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
+        """Give files created here and still open a private copy before ``p`` goes."""
+        fhs = self._handles.open_on(p)
+        if not fhs:
+            return
+        if buf is None:
+            data, entry = self.store.read(p)
+            buf = Buffer(p, bytearray(data), author="", base_rev=entry.rev, mode=entry.mode)
+        for fh in fhs:
+            self._handles.orphan(fh, buf)
+
+    @op
+    def symlink(self, path: str, target: str) -> int:
+        p = rel(path)
+        self._check_new_name(p)
+        author = self._author()
+        self._mutate(author, lambda: self.store.symlink(p, target, author=author))
+        return 0
+
+    @op
+    def rename(self, old: str, new: str, flags: int = 0) -> int:
+        if flags & ~RENAME_NOREPLACE:
+            # RENAME_EXCHANGE (and WHITEOUT) cannot be done atomically by the store;
+            # doing a plain rename instead would destroy the destination.
+            raise OSError(errno.EINVAL, "only RENAME_NOREPLACE is supported")
+        src, dst = rel(old), rel(new)
+        self._check_new_name(dst)
+        author = self._author()
+        with self._mutex:
+            self._commit_under(src)
+            if self._buffers.get(dst) is not None:
+                if flags & RENAME_NOREPLACE:
+                    raise OSError(errno.EEXIST, "destination exists")
+                # The destination is being replaced: commit it so its history keeps it.
+                self._commit(dst)
+            self._cache.forget_under(dst)
+            overwrite = not flags & RENAME_NOREPLACE
+            self._mutate(
+                author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
+            )
+            self._handles.moved(src, dst)
+            moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
+            for d in moved:
+                self._known_dirs.discard(d)
+                self._known_dirs.add(dst + d[len(src) :])
+        return 0
+
+    @op
+    def link(self, target: str, source: str) -> int:
+        # Hard links cannot be coherent in a path-keyed store; git falls back to rename.
+        raise OSError(errno.EPERM, "hard links are not supported")
+
+    # --- attributes --------------------------------------------------------------------
+    def _set_attrs(self, path: str, **attrs: int | None) -> None:
+        p = rel(path)
+        author = self._author()
+        with self._mutex:
+            # Buffered content first, so the attribute lands on the committed file and a
+            # later commit cannot move the mtime again.
+            self._commit(p)
+            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs))
+
+    @op
+    def chmod(self, path: str, mode: int) -> int:
+        self._set_attrs(path, mode=mode & 0o7777)
+        return 0
+
+    @op
+    def chown(self, path: str, uid: int, gid: int) -> int:
+        self._set_attrs(path, uid=None if uid < 0 else uid, gid=None if gid < 0 else gid)
+        return 0
+
+    @op
+    def utimens(self, path: str, times: tuple[int | None, int | None] | None = None) -> int:
+        """``times`` is (atime_ns, mtime_ns); None in a slot means UTIME_OMIT."""
+        mtime = time.time_ns() if times is None else times[1]
+        if mtime is None:
+            # Only the access time was to change, and it is not stored.
+            self.getattr(path)
+            return 0
+        self._set_attrs(path, mtime_ns=mtime)
+        return 0

@@ -1,0 +1,81 @@
+"""Shared pieces of the FUSE operations: the error-mapping wrapper and path helpers.
+
+No FUSE import here: :mod:`memfs.mount.fuse` is the only module that talks to libfuse.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from memfs import errors
+from memfs.mount.options import errno_of
+
+log = logging.getLogger("memfs.mount.ops")
+
+T = TypeVar("T")
+
+
+class _Counted(Protocol):
+    _counter: Any
+
+
+@dataclass(slots=True)
+class Listing:
+    """A directory listing valid while the mount's change generation is ``gen``.
+
+    ``native`` is for the FUSE layer to keep its own encoded form of the same entries.
+    """
+
+    gen: int
+    names: list[tuple[str, int]]
+    native: Any = None
+
+
+def op(method: Callable[..., T]) -> Callable[..., T]:
+    name = method.__name__
+
+    timed_name = name + ".ns"
+
+    @functools.wraps(method)
+    def wrapper(self: _Counted, *args: Any) -> T:
+        counter = self._counter
+        if counter is not None:
+            counter[name] += 1
+            start = time.perf_counter_ns()
+        try:
+            return method(self, *args)
+        except OSError:
+            raise
+        except errors.MemfsError as e:
+            if not isinstance(e, errors.NotFound):
+                log.debug("memfs: %s%r: %s", name, args[:2], e)
+            raise OSError(errno_of(e), str(e)) from e
+        except Exception:
+            log.exception("memfs: unexpected error in %s%r; answering EIO", name, args[:2])
+            raise OSError(errno.EIO, "internal error") from None
+        finally:
+            if counter is not None:
+                # Time inside the operation only (not libfuse's or ctypes' share).
+                counter[timed_name] += time.perf_counter_ns() - start
+
+    return wrapper
+
+
+def rel(path: str | None) -> str:
+    """FUSE path ("/a/b") to store path ("a/b"); "/" is the root "".
+
+    libfuse passes no path for a file that was unlinked while open (hard_remove).
+    """
+    if path is None:
+        raise OSError(errno.ESTALE, "the file was removed")
+    return path.strip("/")
+
+
+def parent_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
