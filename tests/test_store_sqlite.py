@@ -308,3 +308,19 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(StoreUnavailable, match="not a regular file"):
         open_store(str(fifo))
+
+
+def test_a_locked_store_at_open_is_busy_not_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    path.write_bytes(b"")  # a version-0 store: opening it must migrate, which needs the lock
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreUnavailable, match="busy") as info:
+            open_store(str(path), busy_timeout=0.2)
+        assert not isinstance(info.value, CorruptStore)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with open_store(str(path)) as store:
+        assert store.stat("").is_dir

@@ -18,10 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memfs.errors import (
-    CorruptStore,
     IsADirectory,
     NotFound,
-    StoreError,
     StoreUnavailable,
 )
 from memfs.store import sqlite_schema as schema
@@ -30,6 +28,7 @@ from memfs.store.base import (
     Entry,
 )
 from memfs.store.sqlite_options import SqliteOptions
+from memfs.store.sqlite_schema import translate
 
 COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
 STAT = f"SELECT {COLS} FROM entries WHERE path = ?"
@@ -53,24 +52,6 @@ PRUNE = (
     "DELETE FROM revisions WHERE entry_id = :id AND rev < (SELECT rev FROM revisions"
     " WHERE entry_id = :id ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
 )
-
-
-def translate(e: sqlite3.Error, path: Path) -> StoreError:
-    """A typed memfs error for an SQLite failure, saying what to do about it."""
-    name = getattr(e, "sqlite_errorname", "")
-    if isinstance(e, sqlite3.ProgrammingError) and "closed" in str(e):
-        return StoreUnavailable(f"the store {path} is closed")
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StoreUnavailable(
-            f"the store {path} is busy: another process held its write lock too long; retry"
-        )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return CorruptStore(f"the store {path} is damaged ({e}); restore it from a backup")
-    if name.startswith("SQLITE_FULL"):
-        return StoreUnavailable(f"the disk holding the store {path} is full")
-    if name.startswith("SQLITE_READONLY"):
-        return StoreUnavailable(f"the store {path} is read-only here ({e})")
-    return StoreUnavailable(f"the store {path} failed: {e}")
 
 
 def parent_of(path: str) -> str:
@@ -119,9 +100,10 @@ class SqliteConnections:
         self._conns: set[sqlite3.Connection] = set()
         self._conns_lock = threading.RLock()
         self._closed = False
-        schema.prepare(
+        db = schema.prepare(
             path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
         )
+        self._adopt(db)
 
     # --- connections and transactions ----------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -142,6 +124,11 @@ class SqliteConnections:
                 )
             except sqlite3.Error as e:
                 raise translate(e, self.path) from e
+            return self._adopt(db)
+
+    def _adopt(self, db: sqlite3.Connection) -> sqlite3.Connection:
+        """Make ``db`` this thread's connection, closed when the thread or store ends."""
+        with self._conns_lock:
             self._conns.add(db)
         holder = _Holder(db)
         weakref.finalize(holder, _release, self._conns, self._conns_lock, db)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from memfs.errors import CorruptStore, StoreUnavailable
+from memfs.errors import CorruptStore, StoreError, StoreUnavailable
 from memfs.store.base import DEFAULT_DIR_MODE
 
 APPLICATION_ID = 0x6D656D66  # "memf"
@@ -223,8 +223,12 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     return db
 
 
-def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> None:
-    """Create or migrate the store at ``path`` so it is at :data:`SCHEMA_VERSION`, in WAL."""
+def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
+    """Create or migrate the store at ``path`` to :data:`SCHEMA_VERSION` in WAL mode.
+
+    Returns the connection it used, for the caller to keep: closing the last connection
+    checkpoints and removes the WAL, which reopening would then recreate.
+    """
     state = inspect(path)
     if state == "new":
         try:
@@ -244,10 +248,31 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> None:
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreUnavailable(f"cannot switch the store {path} to WAL mode (got {mode})")
-    except sqlite3.DatabaseError as e:
-        raise CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}") from e
-    finally:
+    except sqlite3.Error as e:
         db.close()
+        raise translate(e, path) from e
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def translate(e: sqlite3.Error, path: Path) -> StoreError:
+    """A typed memfs error for an SQLite failure, saying what to do about it."""
+    name = getattr(e, "sqlite_errorname", "")
+    if isinstance(e, sqlite3.ProgrammingError) and "closed" in str(e):
+        return StoreUnavailable(f"the store {path} is closed")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreUnavailable(
+            f"the store {path} is busy: another process held its write lock too long; retry"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}")
+    if name.startswith("SQLITE_FULL"):
+        return StoreUnavailable(f"the disk holding the store {path} is full")
+    if name.startswith("SQLITE_READONLY"):
+        return StoreUnavailable(f"the store {path} is read-only here ({e})")
+    return StoreUnavailable(f"the store {path} failed: {e}")
 
 
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
