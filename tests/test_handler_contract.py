@@ -713,6 +713,30 @@ def test_rename_never_overwrites(h: MemoryHandler, root: Path) -> None:
     assert list((root / "d").iterdir()) == []
 
 
+def test_rename_without_renameat2_still_never_overwrites(
+    h: MemoryHandler, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exists-check fallback used where RENAME_NOREPLACE is unavailable."""
+    from memfs.handler import posix
+
+    monkeypatch.setattr(posix, "_renameat2", None)
+    (root / "a.md").write_text("A")
+    (root / "b.md").write_text("B")
+    assert err(h, command="rename", old_path="/memories/a.md", new_path="/memories/b.md") == (
+        "Error: The destination /memories/b.md already exists"
+    )
+    assert ok(h, command="rename", old_path="/memories/a.md", new_path="/memories/c.md") == (
+        "Successfully renamed /memories/a.md to /memories/c.md"
+    )
+    assert err(h, command="create", path="/memories/b.md", file_text="new") == (
+        "Error: File /memories/b.md already exists"
+    )
+    assert [(p.name, p.read_text()) for p in sorted(root.iterdir())] == [
+        ("b.md", "B"),
+        ("c.md", "A"),
+    ]
+
+
 def test_rename_errors(h: MemoryHandler, root: Path) -> None:
     (root / "d" / "e").mkdir(parents=True)
     (root / "f.md").write_text("x")
