@@ -1,4 +1,4 @@
-"""Connections, transactions and error translation shared by the SQLite store's halves.
+"""Connections, transactions and the SQL shared by the SQLite store's two halves.
 
 Each thread gets its own connection rather than all sharing one behind a lock. Raw
 query throughput is about the same either way under the GIL (scripts/bench_store.py
@@ -17,16 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memfs.errors import (
-    IsADirectory,
-    NotFound,
-    StoreUnavailable,
-)
+from memfs.errors import IsADirectory, NotFound, StoreUnavailable
 from memfs.store import sqlite_schema as schema
-from memfs.store.base import (
-    ChangeKind,
-    Entry,
-)
+from memfs.store.base import ChangeKind, Entry
 from memfs.store.sqlite_options import SqliteOptions
 from memfs.store.sqlite_schema import translate
 
@@ -40,8 +33,8 @@ READ = (
 )
 LOOKUP = "SELECT id, kind, rev FROM entries WHERE path = ?"
 # Descendants of P are exactly the paths in [P + "/", P + "0"): "0" follows "/" in
-# byte order, and this range uses the primary index where LIKE would not (and LIKE
-# would treat "%" and "_" in names as wildcards).
+# byte order (BINARY collation compares UTF-8 bytes), and this range is searched in the
+# unique index on path where LIKE would scan (and take "%" and "_" in names as wildcards).
 SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
 NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
 RECORD = (
@@ -146,8 +139,11 @@ class SqliteConnections:
             yield db
             db.execute("COMMIT")
         except BaseException as e:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the connection is gone (closed store); so is the transaction
             if isinstance(e, sqlite3.Error):
                 raise translate(e, self.path) from e
             raise

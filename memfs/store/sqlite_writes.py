@@ -22,11 +22,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.paths import parse_rel
-from memfs.store.base import (
-    DEFAULT_DIR_MODE,
-    DEFAULT_FILE_MODE,
-    Entry,
-)
+from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.sqlite_conn import (
     LOOKUP,
     PRUNE,
