@@ -253,6 +253,37 @@ def test_one_revision_per_write_and_fsync(mnt: Mount, store: Store) -> None:
     assert content == f.read_bytes()
 
 
+def test_parallel_writers_and_readers(mnt: Mount, store: Store) -> None:
+    import threading
+
+    failures: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            d = mnt.path / f"w{n}"
+            d.mkdir()
+            for i in range(15):
+                data = f"writer {n} file {i}\n".encode() * (i + 1)
+                write_synced(d / f"f{i}", data)
+                assert (d / f"f{i}").read_bytes() == data
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    reader = subprocess.run(["grep", "-r", "-c", "writer", str(mnt.path)], timeout=60)
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert failures == []
+    assert reader.returncode in (0, 1)
+    for n in range(4):
+        for i in range(15):
+            expected = f"writer {n} file {i}\n".encode() * (i + 1)
+            assert store.read(f"w{n}/f{i}")[0] == expected
+
+
 def test_author_is_the_writing_program(mnt: Mount, store: Store) -> None:
     code = (
         "import os, sys\n"

@@ -65,7 +65,8 @@ CommitHook = Callable[[str, Callable[[], Entry]], Entry]
 
 
 class BufferTable:
-    """Buffers keyed by store path. Callers hold ``lock`` around every method."""
+    """Buffers keyed by store path. Callers hold ``lock`` around every method except
+    :meth:`get` (a plain dict lookup) and :meth:`commit_quiet` (locks per buffer)."""
 
     def __init__(self, store: Store, lock: threading.RLock, run_mutation: CommitHook) -> None:
         self.store = store
@@ -178,9 +179,17 @@ class BufferTable:
             self.commit(path)
 
     def commit_quiet(self, quiet_period: float) -> None:
-        now = time.monotonic()
-        for path, buf in list(self._bufs.items()):
-            if buf.failed is None and now - buf.last_write >= quiet_period:
+        """Commit the buffers that are due, taking the lock once per buffer so that
+        lookups and writes to other files are not held up by a long batch."""
+        with self.lock:
+            due = list(self._bufs)
+        for path in due:
+            with self.lock:
+                buf = self._bufs.get(path)
+                if buf is None or buf.failed is not None:
+                    continue
+                if time.monotonic() - buf.last_write < quiet_period:
+                    continue
                 try:
                     self.commit(path)
                 except StoreError as e:
@@ -227,8 +236,8 @@ class QuietCommitter(threading.Thread):
 
     def run(self) -> None:
         while not self._halt.is_set():
+            self.table.commit_quiet(self.quiet_period)
             with self.table.lock:
-                self.table.commit_quiet(self.quiet_period)
                 wait = self.table.next_due(self.quiet_period)
             # Sleep until the next buffer is due, or until a write creates the first one.
             self._wake.wait(timeout=wait if wait is not None else None)

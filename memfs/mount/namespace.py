@@ -32,6 +32,7 @@ class NamespaceOps:
     _cache: ReadCache
     _handles: Handles
     _known_dirs: set[str]
+    _dirs_lock: Any
     _gen: int
     _counter: Any
 
@@ -73,7 +74,8 @@ class NamespaceOps:
             if any(True for _ in self._buffers.pending_children(p)):
                 raise OSError(errno.ENOTEMPTY, "directory not empty")
             self._mutate(author, lambda: self.store.delete(p, author=author))
-            self._known_dirs.discard(p)
+            with self._dirs_lock:
+                self._known_dirs.discard(p)
         return 0
 
     @op
@@ -136,10 +138,11 @@ class NamespaceOps:
                 author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
             )
             self._handles.moved(src, dst)
-            moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
-            for d in moved:
-                self._known_dirs.discard(d)
-                self._known_dirs.add(dst + d[len(src) :])
+            with self._dirs_lock:
+                moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
+                for d in moved:
+                    self._known_dirs.discard(d)
+                    self._known_dirs.add(dst + d[len(src) :])
         return 0
 
     @op
