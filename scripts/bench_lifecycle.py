@@ -33,6 +33,13 @@ def _cli(*args: str) -> None:
     subprocess.run([MEMFS, *args], check=True, capture_output=True, timeout=60)
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except FileNotFoundError:
+        return False
+
+
 def _summary(name: str, seconds: list[float]) -> str:
     ms = sorted(s * 1000 for s in seconds)
     return (
@@ -84,9 +91,7 @@ def main() -> int:
                 os.close(fd)
                 t0 = time.perf_counter()
                 deadline = t0 + 10
-                while (
-                    (b / "shared.md").read_bytes() != data if (b / "shared.md").exists() else True
-                ):
+                while not _holds(b / "shared.md", data):
                     if time.perf_counter() > deadline:
                         raise SystemExit("the second mount never saw the write")
                     time.sleep(0.002)
