@@ -135,6 +135,40 @@ class TreeContract:
         assert not errors and not any(t.is_alive() for t in threads)
         assert store.read("counter")[0] == b"100"
 
+    def test_readers_never_see_a_mutation_half_done(self, store: Store) -> None:
+        # "y" is replaced by rename-with-overwrite again and again: a reader must always
+        # find it, whole, and never see the moment between removing it and moving "x".
+        store.write("d/y", b"y" * 1000, author=A, parents=True)
+        stop = threading.Event()
+        problems: list[str] = []
+        reads = [0]
+
+        def reader() -> None:
+            try:
+                while not stop.is_set():
+                    reads[0] += 1
+                    names = {e.name for e in store.listdir("d")}
+                    if "y" not in names:
+                        problems.append(f"listdir saw {sorted(names)}")
+                    data, entry = store.read("d/y")
+                    if len(data) != entry.size or len(set(data)) != 1:
+                        problems.append(f"torn read of {entry.size} bytes")
+            except Exception as e:  # reported below: a thread cannot fail the test
+                problems.append(repr(e))
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            for i in range(150):
+                store.write("d/x", bytes([65 + i % 26]) * (500 + i), author=A)
+                store.rename("d/x", "d/y", author=A, overwrite=True)
+        finally:
+            stop.set()
+            thread.join(timeout=60)
+        assert not problems, problems[:3]
+        assert reads[0] > 0
+        assert store.read("d/y")[0] == bytes([65 + 149 % 26]) * 649
+
     # --- parents -------------------------------------------------------------------------
     def test_missing_parent_is_refused_unless_parents(self, store: Store) -> None:
         with pytest.raises(NotFound):
