@@ -27,7 +27,8 @@ from memfs.errors import (
 from memfs.store.base import Change, Store
 from tests.store_contract.common import A, MakeStore, tree
 
-Model = dict[str, bytes | None]
+# path -> file content (bytes), symlink target (str) or None for a directory
+Model = dict[str, bytes | str | None]
 
 NAMES = ["a", "ab", "a b", "a_"]
 PATHS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
@@ -44,6 +45,8 @@ class Op:
 
 OPS = st.one_of(
     st.builds(Op, st.just("write"), PATHS, data=st.binary(max_size=8), flag=st.booleans()),
+    st.builds(Op, st.just("create"), PATHS, data=st.binary(max_size=8)),
+    st.builds(Op, st.just("symlink"), PATHS, other=st.sampled_from(["a", "../x", "/etc"])),
     st.builds(Op, st.just("mkdir"), PATHS, flag=st.booleans()),
     st.builds(Op, st.just("delete"), PATHS, flag=st.booleans()),
     st.builds(Op, st.just("rename"), PATHS, other=PATHS, flag=st.booleans()),
@@ -76,20 +79,22 @@ def _make_parent(model: Model, path: str, parents: bool) -> list[str]:
 
 def apply(model: Model, op: Op) -> None:
     """Apply ``op`` to ``model`` in place, or raise the error class the store must raise."""
-    if op.kind == "write":
+    if op.kind in ("write", "create"):
         if op.path in model:
+            if op.kind == "create" or isinstance(model[op.path], str):
+                raise AlreadyExists(op.path)  # expected_rev=0, or a symlink in the way
             if model[op.path] is None:
                 raise IsADirectory(op.path)
         else:
             for d in _make_parent(model, op.path, op.flag):
                 model[d] = None
         model[op.path] = op.data
-    elif op.kind == "mkdir":
+    elif op.kind in ("mkdir", "symlink"):
         if op.path in model:
             raise AlreadyExists(op.path)
-        for d in _make_parent(model, op.path, op.flag):
+        for d in _make_parent(model, op.path, op.flag and op.kind == "mkdir"):
             model[d] = None
-        model[op.path] = None
+        model[op.path] = None if op.kind == "mkdir" else op.other
     elif op.kind == "delete":
         if op.path not in model:
             raise NotFound(op.path)
@@ -130,6 +135,10 @@ def _rename(model: Model, src: str, dst: str, overwrite: bool) -> None:
 def run(store: Store, op: Op) -> None:
     if op.kind == "write":
         store.write(op.path, op.data, author=A, parents=op.flag)
+    elif op.kind == "create":
+        store.write(op.path, op.data, author=A, expected_rev=0)
+    elif op.kind == "symlink":
+        store.symlink(op.path, op.other, author=A)
     elif op.kind == "mkdir":
         store.mkdir(op.path, author=A, parents=op.flag)
     elif op.kind == "delete":
@@ -156,7 +165,8 @@ def replay(paths: set[str], changes: list[Change]) -> None:
 
 
 def snapshot(model: Model) -> dict[str, tuple[str, bytes | str | None]]:
-    return {p: ("dir", None) if c is None else ("file", c) for p, c in model.items()}
+    kinds = {type(None): "dir", bytes: "file", str: "symlink"}
+    return {p: (kinds[type(c)], c) for p, c in model.items()}
 
 
 class ModelContract:
