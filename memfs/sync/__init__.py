@@ -198,6 +198,11 @@ class Mirror:
                     due.subtrees.add("")
                     next_rescan = now + self.rescan
                 self._reconcile(due, remote)
+                if stopping:
+                    # Events still inside watchdog's queues would be lost with it: a
+                    # last scan finds those edits, taking files as they are now.
+                    self.engine.settle_ns = 0
+                    self.engine.reconcile((), [""], hash_all=False)
             if self.engine.dirty and (stopping or now - last_save >= SAVE_EVERY):
                 self.state_file.save(self.state)
                 self.engine.dirty = False
@@ -251,8 +256,9 @@ class Mirror:
 
     # --- DIR itself -----------------------------------------------------------------
     def _check_root(self) -> bool:
-        """False while DIR is missing; on a new DIR (inode changed), forget the local
-        side so nothing is deleted and everything missing comes back from the store."""
+        """False while DIR is missing. On a new DIR (deleted and re-made, or swapped),
+        forget the local side so nothing is deleted from the store and everything
+        missing comes back from it."""
         try:
             st = os.stat(self.root)
         except FileNotFoundError:
@@ -261,7 +267,12 @@ class Mirror:
             self._root_missing = True
             return False
         dir_id = (st.st_dev, st.st_ino)
-        if self._root_missing or dir_id != self.state.dir_id:
+        # A re-made directory may get the old inode number back, so the watcher's word
+        # that the old one went away counts too.
+        handler = self._handler
+        gone = handler is not None and handler.root_gone.is_set()  # type: ignore[attr-defined]
+        replaced = self._root_missing or gone
+        if replaced or dir_id != self.state.dir_id:
             if self.state.dir_id is not None and self.state.entries:
                 log.warning(
                     "%s was deleted or replaced; merging it afresh with the store (files"
@@ -271,13 +282,11 @@ class Mirror:
                 self.state.entries.clear()
             self.state.dir_id = dir_id
             self.engine.dirty = True
-            if self._root_missing:
-                self._root_missing = False
-                # The old inotify watch died with the old directory.
-                if self._observer is not None:
-                    self._unwatch()
-                    self._watch()
-                self.debouncer.touch("", subtree=True, at=0.0)
+            self._root_missing = False
+            if replaced and self._observer is not None:
+                self._unwatch()  # the old inotify watch died with the old directory
+                self._watch()
+            self.debouncer.touch("", subtree=True, at=0.0)
         return True
 
     def _watch(self) -> None:
