@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from memfs.cli import main
 from memfs.errors import MountError
-from memfs.mount import daemon, host, state
+from memfs.mount import daemon, host, spawn, state
 from memfs.mount.ops import MountOptions
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 
@@ -324,7 +324,7 @@ def test_a_child_that_cannot_mount_reports_why(tmp_path: Path, memfs_state_dir: 
     (mp / "late.txt").write_text("appeared after the checks\n")
     # Skip start()'s checks, as a file appearing between the checks and the mount would.
     with pytest.raises(MountError) as info:
-        daemon._spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=10)
+        spawn.spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=10)
     assert "not empty" in str(info.value) and "\n" not in str(info.value)
     _nothing_mounted(tmp_path)
 
@@ -336,7 +336,7 @@ def test_a_child_that_does_not_come_up_in_time_is_cleaned_up(
     mp = tmp_path / "mnt"
     mp.mkdir()
     with pytest.raises(MountError) as info:
-        daemon._spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=0)
+        spawn.spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=0)
     message = str(info.value)
     first, *tail = message.splitlines()
     assert first == (

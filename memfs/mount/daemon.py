@@ -8,29 +8,26 @@ ready through a pipe; its record in :mod:`memfs.mount.state` is written by the s
 process itself, so the record exists exactly while a daemon serves.
 
 Only :mod:`memfs.mount.fuse` touches libfuse; this module talks to the kernel through
-``/proc/self/mountinfo``, ``stat`` and ``fusermount3``.
+:mod:`memfs.mount.host` (mountinfo, statfs, ``fusermount3``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import logging
 import os
-import select
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memfs.errors import MemfsError, MountError
-from memfs.mount import host, state
+from memfs.mount import host, spawn, state
+from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
 
 if TYPE_CHECKING:
@@ -40,12 +37,6 @@ Note = Callable[[str], None]
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
-_LOG_TAIL_LINES = 12
-_LOG_ROTATE_BYTES = 4 << 20
-
-# Daemons this process spawned, kept so they can be reaped (a killed child stays a zombie
-# until its parent waits for it) and so Popen does not warn about them.
-_children: dict[int, subprocess.Popen[bytes]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +140,7 @@ def start(
     store_url = _prepare(mp, store_url, on_note)
     if foreground:
         return serve_here(mp, store_url, debug=debug, options=options, on_ready=on_ready)
-    return _spawn(mp, store_url, debug=debug, options=options, timeout=timeout)
+    return spawn.spawn(mp, store_url, debug=debug, options=options, timeout=timeout)
 
 
 def serve_here(
@@ -181,152 +172,11 @@ def serve_here(
     return record
 
 
-def _options_json(options: MountOptions | None) -> str | None:
-    """The options as JSON for the child; a field that cannot cross a process boundary
-    (a live counter object) is refused unless it is unset."""
-    if options is None:
-        return None
-    fields = {}
-    for f in dataclasses.fields(options):
-        value = getattr(options, f.name)
-        try:
-            json.dumps(value)
-        except TypeError:
-            raise MountError(
-                f"The mount option {f.name} cannot be passed to a background daemon; "
-                "mount in the foreground to use it."
-            ) from None
-        fields[f.name] = value
-    return json.dumps(fields)
-
-
-def _spawn(
-    mountpoint: Path,
-    store_url: str,
-    *,
-    debug: bool,
-    options: MountOptions | None,
-    timeout: float,
-) -> MountRecord:
-    log = state.log_path(mountpoint)
-    with contextlib.suppress(OSError):
-        if log.stat().st_size > _LOG_ROTATE_BYTES:
-            # One old generation is enough to read why the previous daemon ended.
-            os.replace(log, log.with_name(log.name + ".1"))
-    read_fd, write_fd = os.pipe()
-    cmd = [sys.executable, "-m", "memfs.mount.daemon", "--ready-fd", str(write_fd)]
-    if debug:
-        cmd.append("--debug")
-    opts = _options_json(options)
-    if opts is not None:
-        cmd += ["--options", opts]
-    cmd += ["--", str(mountpoint), store_url]
-    with open(log, "ab") as logf:
-        offset = logf.tell()
-        logf.write(f"--- memfs daemon starting at {time.ctime()}\n".encode())
-        logf.flush()
-        try:
-            child = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                pass_fds=(write_fd,),
-                start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        finally:
-            os.close(write_fd)
-    _children[child.pid] = child
-    try:
-        message = _read_ready(read_fd, child, timeout)
-    finally:
-        os.close(read_fd)
-    if message == "ready" and _wait(lambda: host.mount_entry(mountpoint) is not None, 2.0):
-        record = state.lookup(mountpoint)
-        if record is not None and record.pid == child.pid:
-            return record
-    _abandon(child, mountpoint)
-    if message.startswith("error "):
-        raise MountError(message[len("error ") :])
-    why = "did not come up" if message == "" else f"failed ({message})"
-    tail = _log_tail(log, offset)
-    raise MountError(
-        f"The memfs daemon for {mountpoint} {why} within {timeout:g} s; its log {log} ends:"
-        + "".join(f"\n  {line}" for line in tail)
-    )
-
-
-def _read_ready(fd: int, child: subprocess.Popen[bytes], timeout: float) -> str:
-    """The child's one-line verdict ("ready" or "error MSG"), or "" on silence/death."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return ""
-        readable, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if readable:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-        elif child.poll() is not None:
-            break
-    return data.decode("utf-8", "replace").split("\n", 1)[0].strip()
-
-
-def _abandon(child: subprocess.Popen[bytes], mountpoint: Path) -> None:
-    """Make sure a daemon that failed to start leaves nothing behind."""
-    if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(3)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(3)
-    _children.pop(child.pid, None)
-    if host.mount_entry(mountpoint) is not None:
-        host.fusermount(mountpoint, lazy=True)
-    state.remove(mountpoint, pid=child.pid)
-
-
-def _log_tail(log: Path, offset: int) -> list[str]:
-    try:
-        with open(log, "rb") as f:
-            f.seek(offset)
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return ["(the log cannot be read)"]
-    return lines[-_LOG_TAIL_LINES:] or ["(empty)"]
-
-
 # --- stopping ------------------------------------------------------------------------
 
 
-def reap(pid: int) -> None:
-    """Collect ``pid``'s exit status if it is our child (no-op otherwise)."""
-    child = _children.get(pid)
-    if child is not None:
-        if child.poll() is not None:
-            _children.pop(pid, None)
-        return
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _wait(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-
-
 def _gone(pid: int, mountpoint: Path) -> bool:
-    reap(pid)
+    spawn.reap(pid)
     return not state.pid_alive(pid) and host.mount_entry(mountpoint) is None
 
 
@@ -356,7 +206,7 @@ def stop(
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
-    if _wait(lambda: _gone(record.pid, mp), timeout):
+    if spawn.wait_until(lambda: _gone(record.pid, mp), timeout):
         state.remove(mp, pid=record.pid)
         return
     if host.mount_entry(mp) is not None:
@@ -368,7 +218,7 @@ def stop(
                 f"Warning: {mp} was busy and has been detached lazily; it disappears when "
                 "the last process using it lets go."
             )
-    if not _wait(lambda: _gone(record.pid, mp), timeout):
+    if not spawn.wait_until(lambda: _gone(record.pid, mp), timeout):
         raise MountError(
             f"The memfs daemon (pid {record.pid}) did not exit after unmounting {mp}; "
             f"stop it with: kill -9 {record.pid}"
