@@ -179,10 +179,15 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     # The in-header page count is only meaningful while its "valid-for" stamp matches
-    # the change counter (SQLite's own rule); it describes the main file, so a file
-    # shorter than that has lost data even if a WAL holds newer pages.
+    # the change counter (SQLite's own rule). A checkpoint cut short by a crash writes
+    # page 1 before the pages after it, so with a non-empty WAL beside the file a short
+    # file is what SQLite's recovery repairs, not damage.
     counter_valid = header[92:96] == header[24:28]
-    if counter_valid and pages and size < pages * page_size:
+    try:
+        wal_pending = os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        wal_pending = False
+    if counter_valid and pages and size < pages * page_size and not wal_pending:
         raise CorruptStore(
             f"the store {path} is truncated ({size} bytes, its header says"
             f" {pages * page_size}); restore it from a backup or {_advice(path)}"
