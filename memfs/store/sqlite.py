@@ -8,7 +8,12 @@ FUSE daemon); only a power loss or OS crash can drop the last few commits.
 Concurrency: every mutation is one ``BEGIN IMMEDIATE`` transaction; writers in other
 processes wait up to ``busy_timeout`` seconds (default 5) for the lock. Readers never
 wait (WAL). Each thread gets its own connection, so the FUSE daemon's threads read in
-parallel.
+parallel. The file must be on a local file system: WAL coordinates processes through
+shared memory, which network file systems do not provide; several hosts sharing one
+tree need a server backend (PostgreSQL).
+
+URL forms and options: :mod:`memfs.store.sqlite_options`; the file format, its checks
+and migrations: :mod:`memfs.store.sqlite_schema`.
 
 History: each file keeps its current revision plus the ``history`` previous ones
 (default 50; 0 keeps only the current content), pruned in the writing transaction.
