@@ -177,7 +177,14 @@ class ModelContract:
     )
     @given(ops=st.lists(OPS, min_size=1, max_size=25))
     def test_random_operations_match_the_model(self, make_store: MakeStore, ops: list[Op]) -> None:
+        # Closed per example: shrinking a failure can run hundreds of examples.
         store = make_store()
+        try:
+            self._check_against_model(store, ops)
+        finally:
+            store.close()
+
+    def _check_against_model(self, store: Store, ops: list[Op]) -> None:
         model: Model = {}
         followed: set[str] = set()
         for op in ops:
