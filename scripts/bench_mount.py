@@ -11,7 +11,7 @@ then times, through the mount and natively, interleaved, medians of ``--runs``:
 * the two commit designs: (b) no flush + quiet-period commit (default) against (a)
   ``commit_on_close`` (FLUSH registered: one callback per close), on warm grep and on
   writing ``--write-files`` small files;
-* ``cache_readdir`` on and off (libfuse 3.14's high-level API drops the flag);
+* ``cache_readdir`` forced on (libfuse < 3.16's high-level API drops the flag);
 * the memory tool handler's mixed workload through the mount against the SDK's
   ``BetaLocalFilesystemMemoryTool`` on the native disk (skipped if the handler is absent).
 
@@ -281,6 +281,11 @@ def run(args: argparse.Namespace, db: Path, native: Path, mnt: Path) -> int:
         total = sum(calls.values())
         parts = ", ".join(
             f"{k} {v} x {counts.get(k + '.ns', 0) / v / 1000:.0f} us"
+            + (
+                f" (filler {counts[k + '.fill.ns'] / v / 1000:.0f} us)"
+                if k + ".fill.ns" in counts
+                else ""
+            )
             for k, v in sorted(calls.items(), key=lambda kv: -kv[1])
         )
         return f"{total} callbacks = {total / n:.3f}/file ({parts} inside Python)"
@@ -302,7 +307,7 @@ def run(args: argparse.Namespace, db: Path, native: Path, mnt: Path) -> int:
     configs = {
         "(b) no flush, quiet commit": {},
         "(a) commit_on_close": {"commit_on_close": True},
-        "(b) with cache_readdir": {"cache_readdir": True},
+        "(b) cache_readdir forced on": {"cache_readdir": True},
     }
     for label, opts in configs.items():
         with mounted(db, mnt, **opts) as srv:

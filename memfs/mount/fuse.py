@@ -15,7 +15,10 @@ What this layer adds to mfusepy, and why:
   OPEN that would carry O_TRUNC; without the capability it truncates with SETATTR.
 * readdir: entries go to libfuse's filler straight from a cached, pre-encoded listing
   (mfusepy's generic loop costs several microseconds per entry).
-* opendir (only with ``cache_readdir``): sets cache_readdir and keep_cache.
+* opendir (only with ``cache_readdir``, on by default from libfuse 3.16): sets
+  cache_readdir and keep_cache. libfuse 3.14 (Debian 12) drops these flags in its
+  high-level opendir, so there every warm listing costs one READDIR callback plus one
+  GETATTR (the kernel marks the directory's atime stale after an uncached READDIR).
 * invalidation: ``fuse_invalidate_path`` of the loaded libfuse 3, called from the
   change-feed thread (never from a FUSE callback).
 """
@@ -23,6 +26,7 @@ What this layer adds to mfusepy, and why:
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import logging
 import os
@@ -167,8 +171,8 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
                     if filler(buf, name_b, st, 0):
                         break
             if counter is not None:
-                counter["readdir_fill.ns"] += time.perf_counter_ns() - start
-                counter["readdir_fill"] += 1
+                # Part of the readdir callback: libfuse's filler, one ctypes call a name.
+                counter["readdir_entries.fill.ns"] += time.perf_counter_ns() - start
             return 0
 
         def readdir_fuse_3(
@@ -285,6 +289,10 @@ def serve(
         attr_timeout = min(attr_timeout, LIBFUSE2_TIMEOUT)
         entry_timeout = min(entry_timeout, LIBFUSE2_TIMEOUT)
 
+    if options.cache_readdir is None:
+        minor = int(getattr(mfusepy, "fuse_version_minor", 0))
+        options = dataclasses.replace(options, cache_readdir=major > 3 or (major, minor) >= (3, 16))
+
     def caller_pid() -> int:
         return int(mfusepy.fuse_get_context()[2])
 
@@ -324,7 +332,9 @@ def serve(
     if options.allow_other:
         kwargs["allow_other"] = True
     try:
-        fuse_class(ops, mountpoint, on_init=on_init, cache_readdir=options.cache_readdir, **kwargs)
+        fuse_class(
+            ops, mountpoint, on_init=on_init, cache_readdir=bool(options.cache_readdir), **kwargs
+        )
     except RuntimeError as e:
         # libfuse 3 reports "ended by a signal" as a non-zero code too; that is a clean
         # end if the file system had started.

@@ -22,9 +22,10 @@ class MountOptions:
     commit_on_close: also commit on every close() (registers FLUSH: one Python callback
         per close, read-only opens included). close() then means committed.
     poll_interval: how often the change feed is read; bounds staleness for readers.
-    cache_readdir: ask the kernel to keep directory listings (registers opendir). Off by
-        default: libfuse 3.14's high-level API does not pass the flag on, so it only
-        costs an opendir callback per directory; listings are cached in the daemon.
+    cache_readdir: ask the kernel to keep directory listings (registers opendir). None
+        (default) means on with libfuse >= 3.16 and off before: older high-level APIs
+        drop the flag (libfuse issue #821, fixed by PR #822), so it would only cost an
+        opendir callback per directory. Listings are cached in the daemon either way.
     callback_counter: if given, every callback increments it, and its ``<name>.ns`` key
         by the nanoseconds spent inside the operation (benchmarks).
     """
@@ -35,7 +36,7 @@ class MountOptions:
     commit_quiet_period: float = 0.1
     commit_on_close: bool = False
     poll_interval: float = 0.1
-    cache_readdir: bool = False
+    cache_readdir: bool | None = None
     auto_unmount: bool = True
     allow_other: bool = False
     callback_counter: Counter[str] | None = None
