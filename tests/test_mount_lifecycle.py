@@ -10,19 +10,20 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memfs.cli import main
-from memfs.errors import MountError
-from memfs.mount import daemon, host, spawn, state
+from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
 
 MEMFS = str(Path(sys.executable).with_name("memfs"))
+Cli: TypeAlias = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
@@ -52,11 +53,11 @@ def cli(
             host.fusermount(entry.mountpoint, lazy=True)
 
 
-def _invoke(*args: str):  # type: ignore[no-untyped-def]
+def _invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
+def _one_line_error(result: Result) -> str:
     assert result.exit_code == 1, result.output
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -71,25 +72,10 @@ def _nothing_mounted(tmp_path: Path) -> None:
         assert host.mount_entry(path) is None, f"{path} is mounted"
 
 
-def _daemons_serving(mountpoint: Path) -> list[int]:
-    """Live processes whose command line names ``mountpoint`` as a daemon's."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or not state.pid_alive(int(entry.name)):
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"memfs.mount.daemon" in argv and str(mountpoint).encode() in argv:
-            found.append(int(entry.name))
-    return found
-
-
 # --- the happy path, as a person runs it ---------------------------------------------
 
 
-def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli: Cli) -> None:
     mp = tmp_path / "fresh" / "memories"  # missing: mount creates it
     url = sqlite_url(tmp_path / "s.db")
 
@@ -103,7 +89,8 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli) -> N
         f"Stop with: memfs umount {mp}",
     ]
     assert done.stderr == ""
-    assert host.mount_entry(mp) is not None and host.mount_entry(mp).is_memfs  # type: ignore[union-attr]
+    entry = host.mount_entry(mp)
+    assert entry is not None and entry.is_memfs
     (mp / "note.md").write_text("hello\n")
 
     shown = cli("status")
@@ -125,7 +112,7 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli) -> N
     assert cli("status").stdout == "No memfs mounts.\n"
 
 
-def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli, memfs_state_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli: Cli, memfs_state_dir: Path) -> None:
     mp = tmp_path / "mnt"
     url = sqlite_url(tmp_path / "s.db")
     env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir)}
@@ -140,7 +127,8 @@ def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli, memfs_state_dir: 
         assert proc.stdout is not None
         first = proc.stdout.readline()  # printed once the mount is up
         assert first == f"Mounted {url} at {mp} (pid {proc.pid}).\n"
-        assert state.lookup(mp) is not None and state.lookup(mp).pid == proc.pid  # type: ignore[union-attr]
+        record = state.lookup(mp)
+        assert record is not None and record.pid == proc.pid
         (mp / "a.txt").write_text("written in the foreground\n")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
@@ -199,7 +187,7 @@ def dead_mount(mount_factory: Callable[..., MountHandle]) -> MountHandle:
     return mount
 
 
-def test_remount_recovers_a_stale_mount_after_kill9(dead_mount: MountHandle, cli) -> None:  # type: ignore[no-untyped-def]
+def test_remount_recovers_a_stale_mount_after_kill9(dead_mount: MountHandle, cli: Cli) -> None:
     mp = dead_mount.mountpoint
     done = cli("mount", str(mp), "--store", dead_mount.store_url)
     assert done.returncode == 0, done.stderr
@@ -298,7 +286,8 @@ def test_mounting_twice_names_the_running_daemon(memfs_mount: MountHandle) -> No
         f"Error: {mp} is already mounted by memfs (pid {memfs_mount.pid}, store "
         f"{memfs_mount.store_url}); unmount it first with: memfs umount {mp}"
     )
-    assert state.lookup(mp).pid == memfs_mount.pid  # type: ignore[union-attr]
+    record = state.lookup(mp)
+    assert record is not None and record.pid == memfs_mount.pid
 
 
 def test_umount_of_a_plain_directory_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
@@ -312,95 +301,3 @@ def test_status_without_mounts(memfs_state_dir: Path) -> None:
     result = _invoke("status")
     assert result.exit_code == 0
     assert result.stdout == "No memfs mounts.\n"
-
-
-# --- the daemon's own failure paths ---------------------------------------------------------
-
-
-def test_a_child_that_cannot_mount_reports_why(tmp_path: Path, memfs_state_dir: Path) -> None:
-    require_fuse()
-    mp = tmp_path / "mnt"
-    mp.mkdir()
-    (mp / "late.txt").write_text("appeared after the checks\n")
-    # Skip start()'s checks, as a file appearing between the checks and the mount would.
-    with pytest.raises(MountError) as info:
-        spawn.spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=10)
-    assert "not empty" in str(info.value) and "\n" not in str(info.value)
-    _nothing_mounted(tmp_path)
-
-
-def test_a_child_that_does_not_come_up_in_time_is_cleaned_up(
-    tmp_path: Path, memfs_state_dir: Path
-) -> None:
-    require_fuse()
-    mp = tmp_path / "mnt"
-    mp.mkdir()
-    with pytest.raises(MountError) as info:
-        spawn.spawn(mp, sqlite_url(tmp_path / "s.db"), debug=False, options=None, timeout=0)
-    message = str(info.value)
-    first, *tail = message.splitlines()
-    assert first == (
-        f"The memfs daemon for {mp} did not come up within 0 s; its log {state.log_path(mp)} ends:"
-    )
-    assert tail and tail[0].startswith("  --- memfs daemon starting at ")
-    _nothing_mounted(tmp_path)
-    assert _daemons_serving(mp) == []
-
-
-def test_stop_unmounts_even_when_the_daemon_is_frozen(memfs_mount: MountHandle) -> None:
-    mp, pid = memfs_mount.mountpoint, memfs_mount.pid
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        notes: list[str] = []
-        with pytest.raises(MountError) as info:
-            daemon.stop(mp, timeout=0.5, on_note=notes.append)
-        assert str(info.value) == (
-            f"The memfs daemon (pid {pid}) did not exit after unmounting {mp}; "
-            f"stop it with: kill -9 {pid}"
-        )
-        assert notes == []  # the plain unmount worked: nothing was busy
-        assert host.mount_entry(mp) is None
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    # Woken up, it finds its SIGTERM and its mount gone, and exits cleanly on its own.
-    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
-    assert state.records() == []
-
-
-def test_stop_detaches_a_busy_mount_of_a_frozen_daemon_with_a_warning(
-    memfs_mount: MountHandle,
-) -> None:
-    mp, pid = memfs_mount.mountpoint, memfs_mount.pid
-    squatter = subprocess.Popen(["sleep", "60"], cwd=mp)  # a shell sitting in the mount
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        notes: list[str] = []
-        with pytest.raises(MountError):
-            daemon.stop(mp, timeout=0.5, on_note=notes.append)
-        assert notes == [
-            f"Warning: {mp} was busy and has been detached lazily; it disappears when "
-            "the last process using it lets go."
-        ]
-        assert host.mount_entry(mp) is None
-    finally:
-        os.kill(pid, signal.SIGCONT)
-        squatter.kill()
-        squatter.wait(10)
-    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
-
-
-# --- the FUSE gate of the test suite itself ----------------------------------------------------
-
-
-def test_missing_fuse_skips_locally_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = host.fuse_problem(device="/nonexistent/fuse")
-    assert problem == (
-        "/nonexistent/fuse does not exist, so FUSE cannot mount here; load the fuse module "
-        "(modprobe fuse) or run memfs sync DIR instead."
-    )
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="FUSE unavailable"):
-        require_fuse(problem)
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="FUSE is required in CI"):
-        require_fuse(problem)
