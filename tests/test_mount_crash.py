@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import inspect
 import os
 import subprocess
 import sys
@@ -22,20 +23,24 @@ from tests.fixtures.mount import MountHandle, wait_for
 pytestmark = pytest.mark.fuse
 
 NAMES = 12
-# Shared by the writer subprocess and the checks: version v of the burst goes to file
-# f{v % NAMES}, and its content says which version it is on every line, over several pages
-# so a torn write (a mix of two versions, or a prefix) cannot pass for a whole one.
-CONTENT_SRC = """
-def content(v):
-    return (f"version {v:06d} ".encode() * 4 + b"\\n") * (((v * 7919) % 700) + 40)
 
 
-def name_of(v):
+# Shared by the writer subprocess (as source) and the checks: version v of the burst goes
+# to file f{v % NAMES}, and its content says which version it is on every line, over
+# several pages, so a torn write (a mix of two versions, or a prefix) cannot pass for a
+# whole one.
+def content(v: int) -> bytes:
+    return (f"version {v:06d} ".encode() * 4 + b"\n") * (((v * 7919) % 700) + 40)
+
+
+def name_of(v: int) -> str:
     return f"f{v % NAMES:02d}.txt"
-"""
+
+
 WRITER = (
     f"NAMES = {NAMES}\n"
-    + CONTENT_SRC
+    + inspect.getsource(content)
+    + inspect.getsource(name_of)
     + r"""
 import hashlib, os, sys
 
@@ -57,10 +62,6 @@ for v in range(int(sys.argv[2])):
     print(f"{name_of(v)} {v} {hashlib.sha256(data).hexdigest()}", flush=True)
 """
 )
-_ns: dict[str, object] = {"NAMES": NAMES}
-exec(CONTENT_SRC, _ns)
-content: Callable[[int], bytes] = _ns["content"]  # type: ignore[assignment]
-name_of: Callable[[int], str] = _ns["name_of"]  # type: ignore[assignment]
 
 
 def _start_writer(mountpoint: Path) -> tuple[subprocess.Popen[str], list[str]]:
