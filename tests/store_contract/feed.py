@@ -78,6 +78,11 @@ class FeedContract:
             assert store.read_revision("f", rev) == b"v%d" % i
         with pytest.raises(NotFound):
             store.read_revision("f", revs[-1] + 1000)
+        other = store.write("g", b"other", author=A)
+        with pytest.raises(NotFound):
+            store.read_revision("f", other.rev)  # a revision of another file
+        with pytest.raises(NotFound):
+            store.read_revision("g", revs[0])
 
     def test_retention_keeps_current_plus_history_previous(self, make_store: MakeStore) -> None:
         store = make_store(history=2)
