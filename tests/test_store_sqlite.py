@@ -324,3 +324,37 @@ def test_a_locked_store_at_open_is_busy_not_corrupt(tmp_path: Path) -> None:
         holder.close()
     with open_store(str(path)) as store:
         assert store.stat("").is_dir
+
+
+def test_pending_migrations_run_in_order_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memfs.store import sqlite_schema
+
+    path = tmp_path / "m.db"
+    with open_store(str(path)) as store:
+        store.write("keep", b"kept", author=A)
+
+    def add_notes(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE notes (x)")
+
+    def half_then_fail(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE half (x)")
+        db.execute("INSERT INTO missing_table VALUES (1)")  # fails: nothing may remain
+
+    v1 = sqlite_schema.MIGRATIONS[0]
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [v1, add_notes, half_then_fail])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 3)
+    with pytest.raises(StoreUnavailable, match="missing_table"):
+        open_store(str(path))
+    assert pragma(path, "user_version") == 1
+    db = sqlite3.connect(path)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.close()
+    assert "notes" not in tables and "half" not in tables
+
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [v1, add_notes])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
+    with open_store(str(path)) as store:
+        assert store.read("keep")[0] == b"kept"
+    assert pragma(path, "user_version") == 2
