@@ -1,6 +1,6 @@
 """Measure a store's hot-path operations against plain file I/O in the same run.
 
-    .venv/bin/python scripts/bench_store.py [--url URL] [--files 1000] [--threads 4]
+    .venv/bin/python scripts/bench_store.py [--url URL] [--files 1000] [--threads 4] [--scale 1]
 
 For each of stat, read, write and listdir it prints the median ops/s of 5 rounds for the
 store and for the same operation on a temporary directory (``os.stat``, open+read,
@@ -65,27 +65,31 @@ def plain_listdir(directory: Path) -> list[os.stat_result]:
         return [entry.stat(follow_symlinks=False) for entry in sorted(it, key=lambda e: e.name)]
 
 
-def compare(store: Store, plain: Path, paths: list[str], dirs: int) -> None:
+def compare(store: Store, plain: Path, paths: list[str], dirs: int, scale: float) -> None:
     rng = random.Random(7)
+
+    def n(count: int) -> int:
+        return max(1, int(count * scale))
+
     order = [rng.choice(paths) for _ in range(2000)]
     body = b"y" * 1024
     cases: list[tuple[str, int, Callable[[int], object], Callable[[int], object]]] = [
-        ("stat", 2000, lambda i: store.stat(order[i]), lambda i: os.stat(plain / order[i])),
+        ("stat", n(2000), lambda i: store.stat(order[i]), lambda i: os.stat(plain / order[i])),
         (
             "read 1 KiB",
-            2000,
+            n(2000),
             lambda i: store.read(order[i]),
             lambda i: (plain / order[i]).read_bytes(),
         ),
         (
             "write 1 KiB",
-            300,
+            n(300),
             lambda i: store.write(order[i], body, author="bench"),
             lambda i: plain_write(plain, order[i], body),
         ),
         (
             f"listdir ({len(paths) // dirs} entries)",
-            200,
+            n(200),
             lambda i: store.listdir(f"d{i % dirs}"),
             lambda i: plain_listdir(plain / f"d{i % dirs}"),
         ),
@@ -127,7 +131,7 @@ def threaded(fn: Callable[[int], object], threads: int, per_thread: int) -> floa
     return statistics.median(results)
 
 
-def compare_threads(db_path: str, paths: list[str], threads: int) -> None:
+def compare_threads(db_path: str, paths: list[str], threads: int, scale: float) -> None:
     """The same queries the store runs, through per-thread connections or one locked one."""
     shared = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
     lock = threading.Lock()
@@ -158,8 +162,8 @@ def compare_threads(db_path: str, paths: list[str], threads: int) -> None:
 
     print(f"\n{threads} threads{'':<17}{'per-thread':>14}{'shared+lock':>14}{'ratio':>13}")
     for name, sql in (("stat query", stat_sql), ("read 1 KiB query", read_sql)):
-        a = threaded(per_thread(sql), threads, 2000)
-        b = threaded(locked(sql), threads, 2000)
+        a = threaded(per_thread(sql), threads, max(1, int(2000 * scale)))
+        b = threaded(locked(sql), threads, max(1, int(2000 * scale)))
         print(f"{name:<26}{a:>14,.0f}{b:>14,.0f}{a / b:>13.2f}")
     shared.close()
     for db in opened:
@@ -172,6 +176,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--dirs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=4, help="0 skips the thread comparison")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies operation counts")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memfs-bench-") as tmp:
         plain = Path(tmp) / "plain"
@@ -180,9 +185,9 @@ def main() -> None:
         with open_store(args.url or db_path) as store:
             paths = populate(store, plain, args.files, args.dirs)
             print(f"store {store.url}: {args.files} files of 1 KiB in {args.dirs} dirs")
-            compare(store, plain, paths, args.dirs)
+            compare(store, plain, paths, args.dirs, args.scale)
             if args.threads and args.url is None:
-                compare_threads(db_path, paths, args.threads)
+                compare_threads(db_path, paths, args.threads, args.scale)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import hashlib
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -358,3 +360,21 @@ def test_pending_migrations_run_in_order_in_one_transaction(
     with open_store(str(path)) as store:
         assert store.read("keep")[0] == b"kept"
     assert pragma(path, "user_version") == 2
+
+
+def test_the_benchmark_script_runs(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    args = ["--files", "20", "--dirs", "2", "--threads", "2", "--scale", "0.02"]
+    result = subprocess.run(
+        [sys.executable, "scripts/bench_store.py", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    for operation in ("stat", "read 1 KiB", "write 1 KiB", "listdir", "stat query"):
+        line = next(x for x in result.stdout.splitlines() if x.startswith(operation))
+        assert float(line.split()[-1]) > 0
+    assert list(tmp_path.iterdir()) == []  # its temporary directory is gone
