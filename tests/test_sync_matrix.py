@@ -151,3 +151,24 @@ def test_empty_dir_is_filled_from_the_store(sync_rig: SyncRig) -> None:
     assert sync_rig.disk() == {"a/b/c.md": b"deep", "top.md": b"top"}
     # Filling DIR wrote nothing to the store.
     assert {c.author for c in sync_rig.store.changes()} == {AGENT}
+
+
+@pytest.mark.parametrize(
+    "row", ["both-edit", "local-delete-remote-edit", "local-edit-remote-delete"]
+)
+def test_matrix_live_both_sides(sync_rig: SyncRig, row: str) -> None:
+    """Rows where both sides change, live: a long quiet period holds the person's change
+    while the agent's lands, so the mirror sees both at once (deterministic)."""
+    seed(sync_rig, [row])
+    sync_rig.start(quiet=1.0)
+    wait_for(sync_rig.converged)
+    sync_rig.settle()
+    spec, name = ROWS[row], name_of(row)
+    assert spec.local is not None and spec.remote is not None
+    spec.local(sync_rig, name)
+    spec.remote(sync_rig, name)
+    wait_for(lambda: sync_rig.disk_has(name, spec.expected or b""), what=f"row {row} on disk")
+    wait_for(lambda: sync_rig.remote_has(name, spec.expected or b""), what=f"row {row} stored")
+    sync_rig.settle()
+    check_row(sync_rig, row)
+    assert sync_rig.converged()

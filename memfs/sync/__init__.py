@@ -40,7 +40,7 @@ import threading
 import time
 from pathlib import Path
 
-from memfs.errors import MemfsError, SyncError
+from memfs.errors import CorruptStore, MemfsError, StoreUnavailable, SyncError
 from memfs.store import Store, open_store
 from memfs.sync.disk import Disk, sha256
 from memfs.sync.mirror import Engine
@@ -96,6 +96,7 @@ class Mirror:
         self._root_missing = False
         self._observer: object | None = None
         self._handler: object | None = None
+        self._next_poll = self._next_rescan = 0.0
 
     # --- public API -----------------------------------------------------------------
     def run_once(self) -> None:
@@ -183,26 +184,24 @@ class Mirror:
         self.state.last_seq = max(self.state.last_seq, seq)
         self.engine.dirty = True
         self.ready.set()
-        started = last_save = next_poll = time.monotonic()
-        next_rescan = started + self.rescan
+        started = last_save = self._next_poll = time.monotonic()
+        self._next_rescan = started + self.rescan
         while True:
             stopping = self._stop.is_set()
             now = time.monotonic()
-            if self._check_root():
-                remote: set[str] = set()
-                if not once and now >= next_poll:
-                    remote, more = self._poll_remote()
-                    next_poll = now if more else now + self.poll
-                due = self.debouncer.take(flush=stopping)
-                if now >= next_rescan:
-                    due.subtrees.add("")
-                    next_rescan = now + self.rescan
-                self._reconcile(due, remote)
+            try:
+                self._step(now, stopping=stopping, once=once)
+            except StoreUnavailable as e:
+                if isinstance(e, CorruptStore) or once:
+                    raise
+                # Busy or briefly unreachable: keep going. What was taken from the
+                # debouncer is found again by the rescan, which comes early.
+                self.engine.warn_once("", ("store", str(e)), "%s; retrying", e)
+                self._next_rescan = now + 1.0
                 if stopping:
-                    # Events still inside watchdog's queues would be lost with it: a
-                    # last scan finds those edits, taking files as they are now.
-                    self.engine.settle_ns = 0
-                    self.engine.reconcile((), [""], hash_all=False)
+                    return
+                self._stop.wait(1.0)
+                continue
             if self.engine.dirty and (stopping or now - last_save >= SAVE_EVERY):
                 self.state_file.save(self.state)
                 self.engine.dirty = False
@@ -216,11 +215,29 @@ class Mirror:
                 if now - started > ONCE_DEADLINE:
                     log.warning("giving up on files in %s that keep changing", self.root)
                     return
-            wake = min(
-                (t for t in (next_due, None if once else next_poll) if t is not None), default=now
-            )
+            wakes = [t for t in (next_due, None if once else self._next_poll) if t is not None]
             if not self.engine.again:
-                self.debouncer.wait(max(0.0, wake - time.monotonic()))
+                self.debouncer.wait(max(0.0, min(wakes, default=now) - time.monotonic()))
+
+    def _step(self, now: float, *, stopping: bool, once: bool) -> None:
+        if not self._check_root():
+            return
+        remote: set[str] = set()
+        if not once and now >= self._next_poll:
+            remote, more = self._poll_remote()
+            self._next_poll = now if more else now + self.poll
+        due = self.debouncer.take(flush=stopping)
+        if now >= self._next_rescan:
+            # A safety net for events inotify dropped (queue overflow): it trusts
+            # unchanged stats, so it costs a walk, not a read of every file.
+            self.engine.reconcile((), [""], hash_all=False)
+            self._next_rescan = now + self.rescan
+        self._reconcile(due, remote)
+        if stopping:
+            # Events still inside watchdog's queues would be lost with it: a last scan
+            # finds those edits, taking files as they are now.
+            self.engine.settle_ns = 0
+            self.engine.reconcile((), [""], hash_all=False)
 
     def _reconcile(self, due: Due, remote: set[str]) -> None:
         engine = self.engine

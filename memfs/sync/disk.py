@@ -225,8 +225,8 @@ class Disk:
         try:
             with os.scandir(self.abs(rel)) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return
+        except OSError:
+            return  # gone, or unreadable (the files in it are then not synced either)
         for entry in entries:
             if ignored_name(entry.name):
                 continue

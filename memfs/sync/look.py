@@ -64,7 +64,12 @@ class Looker:
     def _look(self, path: str, *, hash_all: bool) -> Look:
         look = Look(path)
         base = self.state.entries.get(path)
-        st = self.disk.lstat(path)
+        try:
+            st = self.disk.lstat(path)
+        except OSError as e:
+            # Unreadable is not missing: never let a permission problem become a delete.
+            self.warn_once(path, ("stat", e.errno), "cannot look at %s: %s", path, e.strerror)
+            raise Skip(path) from None
         look.local_st = st
         if st is not None:
             if stat.S_ISDIR(st.st_mode):

@@ -100,7 +100,7 @@ class Engine(Looker):
 
     def _under(self, top: str) -> set[str]:
         found = {top} | set(self.state.under(top))
-        found |= {rel for rel, _ in self.disk.scan(top)} if self.disk.lstat(top) else set()
+        found |= {rel for rel, _ in self.disk.scan(top)}
         with contextlib.suppress(NotFound, StoreError):
             found |= {e.path for e in self.store.walk(top)}
         return found
