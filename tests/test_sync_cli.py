@@ -79,16 +79,17 @@ def spawn(rig: SyncRig, procs: list[subprocess.Popen[bytes]]) -> subprocess.Pope
     return proc
 
 
-def test_sigterm_flushes_and_exits_cleanly(
-    sync_rig: SyncRig, procs: list[subprocess.Popen[bytes]]
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_flushes_and_exits_cleanly(
+    sync_rig: SyncRig, procs: list[subprocess.Popen[bytes]], signum: int
 ) -> None:
     sync_rig.store.write("ready.md", b"r", author="agent")
     proc = spawn(sync_rig, procs)
     wait_for(lambda: sync_rig.disk_has("ready.md", b"r"), what="the first pass")
-    sync_rig.write("last-words.md", "saved right before SIGTERM")
-    proc.send_signal(signal.SIGTERM)
+    sync_rig.write("last-words.md", "saved right before the signal")
+    proc.send_signal(signum)
     assert proc.wait(30) == 0
-    assert sync_rig.remote_has("last-words.md", b"saved right before SIGTERM")
+    assert sync_rig.remote_has("last-words.md", b"saved right before the signal")
     assert sync_rig.state_path.exists()
 
 

@@ -35,7 +35,11 @@ def sync(
 
     Edits in DIR (from any editor) land in the store, the store's changes land in DIR.
     When both sides changed a file, the store's version keeps the name and DIR's is kept
-    beside it as NAME.conflict-<time>-local.EXT, in DIR and in the store.
+    beside it as NAME.conflict-<time>-local.EXT, in DIR and in the store. A delete never
+    beats an edit; a file must stay gone 250 ms before its delete is synced, and when at
+    least 3 files and over half the tree vanish at once (or DIR is replaced), they are
+    restored from the store instead. Editor temp/swap/backup files, .git, symlinks and
+    names memfs refuses stay local (the last three with a warning).
     """
     from memfs.store import default_url
     from memfs.sync import Mirror
@@ -74,6 +78,8 @@ def _stop_on_signals(mirror: Mirror) -> None:
     # pending edits are flushed and the state saved before the process exits.
     def handle(signum: int, frame: FrameType | None) -> None:
         mirror.stop_soon()
+        # A second Ctrl-C means "now": the default handler raises KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
