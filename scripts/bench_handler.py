@@ -185,8 +185,6 @@ class FsyncCounter:
 
 
 FSYNCS = FsyncCounter()
-# Both handlers call os.fsync through the module attribute, so this sees every call.
-os.fsync = FSYNCS
 
 
 @dataclass
@@ -376,10 +374,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.ops, args.files, args.dirs, args.repeat) < 1:
         parser.error("--ops, --files, --dirs and --repeat must be at least 1")
+    if args.dir and not Path(args.dir).is_dir():
+        parser.error(f"--dir {args.dir} is not a directory")
     if args.profile:
         profile(args)
         return 0
-    result = bench(args)
+    # Both handlers call os.fsync through the module attribute, so this sees every call.
+    os.fsync = FSYNCS
+    try:
+        result = bench(args)
+    finally:
+        os.fsync = FSYNCS.real
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -389,5 +394,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
     raise SystemExit(main())
