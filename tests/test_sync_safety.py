@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memfs.errors import SyncError
+from memfs.store import open_store
 from memfs.sync.disk import Disk, sha256
 from tests.fixtures.sync import SyncRig, wait_for
 
@@ -218,3 +219,22 @@ def test_stop_flushes_a_pending_edit(sync_rig: SyncRig) -> None:
     stopper.join(20)
     assert not stopper.is_alive()
     assert sync_rig.remote_has("late.md", b"written just before stop")
+
+
+def test_a_recreated_store_is_merged_not_taken_for_deletions(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = seed_files(sync_rig, 4)
+    sync_rig.store.write("n0.md", b"more history", author=AGENT)  # feed now past a new store's
+    files["n0.md"] = b"more history"
+    sync_rig.once()
+    assert sync_rig.disk() == files
+    sync_rig.store.close()
+    db = Path(sync_rig.url.removeprefix("sqlite://"))
+    for leftover in db.parent.glob(db.name + "*"):
+        leftover.unlink()  # the store file is lost and re-created empty
+    sync_rig.store = open_store(sync_rig.url)
+    sync_rig.store.write("fresh.md", b"new store", author=AGENT)
+    sync_rig.once()
+    assert sync_rig.disk() == sync_rig.remote() == {**files, "fresh.md": b"new store"}
+    assert any("older than the last sync" in r.getMessage() for r in caplog.records)

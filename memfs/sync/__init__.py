@@ -154,6 +154,16 @@ class Mirror:
         self.state_file.lock()
         try:
             self.state = self.state_file.load(self.root, self.store.url)
+            if self.store.last_seq() < self.state.last_seq:
+                # The feed went backwards: a new or restored store behind the same URL.
+                # Its missing files are not deletions; merge afresh (nothing deleted).
+                log.warning(
+                    "the store %s is older than the last sync of %s (restored or"
+                    " re-created?); merging afresh, nothing is deleted",
+                    self.store.url, self.root,
+                )  # fmt: skip
+                self.state.entries.clear()
+                self.state.last_seq = 0
             self.engine = Engine(
                 self.disk,
                 self.store,
