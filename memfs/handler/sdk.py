@@ -33,7 +33,8 @@ def _as_input(command: object) -> object:
     """The command as the model sent it, for the handler to validate.
 
     ``exclude_unset`` keeps exactly the keys the model sent: an omitted ``new_str`` stays
-    omitted (deletion), an explicit ``null`` stays ``null`` (the handler's type error).
+    omitted (a deletion) rather than becoming ``None`` or a default, and the handler,
+    not this adapter, decides what an explicit ``null`` means.
     Serializer warnings are off because a constructed model may hold mistyped values,
     which the handler reports to the model itself.
     """
