@@ -39,6 +39,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memfs.errors import CorruptStore, MemfsError, StoreUnavailable, SyncError
 from memfs.store import Store, open_store
@@ -47,7 +48,10 @@ from memfs.sync.mirror import Engine
 from memfs.sync.moves import try_rename
 from memfs.sync.names import ASIDE_PREFIX, TEMP_PREFIX
 from memfs.sync.state import StateFile, default_state_path
-from memfs.sync.watch import Debouncer, Due
+from memfs.sync.watch import Debouncer, Due, TreeHandler, watch_tree
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
 
 __all__ = ["Mirror"]
 
@@ -94,8 +98,8 @@ class Mirror:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._root_missing = False
-        self._observer: object | None = None
-        self._handler: object | None = None
+        self._observer: BaseObserver | None = None
+        self._handler: TreeHandler | None = None
         self._next_poll = self._next_rescan = 0.0
 
     # --- public API -----------------------------------------------------------------
@@ -297,7 +301,7 @@ class Mirror:
         # A re-made directory may get the old inode number back, so the watcher's word
         # that the old one went away counts too.
         handler = self._handler
-        gone = handler is not None and handler.root_gone.is_set()  # type: ignore[attr-defined]
+        gone = handler is not None and handler.root_gone.is_set()
         replaced = self._root_missing or gone
         if replaced or dir_id != self.state.dir_id:
             if self.state.dir_id is not None and self.state.entries:
@@ -317,21 +321,13 @@ class Mirror:
         return True
 
     def _watch(self) -> None:
-        from watchdog.observers import Observer
-
-        from memfs.sync.watch import EVENTS, TreeHandler
-
-        observer = Observer()
-        handler = TreeHandler(str(self.root), self.debouncer)
-        observer.schedule(handler, str(self.root), recursive=True, event_filter=EVENTS)
-        observer.start()
-        self._observer, self._handler = observer, handler
+        self._observer, self._handler = watch_tree(self.root, self.debouncer)
 
     def _unwatch(self) -> None:
         observer, self._observer = self._observer, None
         if observer is not None:
-            observer.stop()  # type: ignore[attr-defined]
-            observer.join()  # type: ignore[attr-defined]
+            observer.stop()
+            observer.join()
 
     def _recover_leftovers(self) -> None:
         """Clean up after a killed mirror: temp files go; a set-aside file is deleted

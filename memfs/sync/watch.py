@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -26,6 +27,8 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
 from memfs.sync.names import ignored_path
 
@@ -163,3 +166,13 @@ class TreeHandler(FileSystemEventHandler):
             return
         if src is not None:
             self.debouncer.touch(src, subtree=is_dir)
+
+
+def watch_tree(root: Path, debouncer: Debouncer) -> tuple[BaseObserver, TreeHandler]:
+    """Start an observer feeding ``debouncer`` with the changes under ``root``; the
+    caller stops and joins it."""
+    observer = Observer()
+    handler = TreeHandler(str(root), debouncer)
+    observer.schedule(handler, str(root), recursive=True, event_filter=EVENTS)
+    observer.start()
+    return observer, handler
