@@ -61,7 +61,8 @@ class Buffer:
         self.touch(author)
 
 
-CommitHook = Callable[[str, Callable[[], Entry]], Entry]
+# (author, mutation, path): runs a store mutation of ``path`` on the mount's behalf.
+CommitHook = Callable[[str, Callable[[], Entry], str], Entry]
 
 
 class BufferTable:
@@ -158,7 +159,7 @@ class BufferTable:
             )
 
         try:
-            entry = self._run(buf.author, lambda: attempt(expected))
+            entry = self._run(buf.author, lambda: attempt(expected), buf.path)
         except (Conflict, AlreadyExists, NotFound) as e:
             # Another writer changed (or removed) the file since this buffer was loaded.
             # A file system's last writer wins; the other version stays in the history.
@@ -169,7 +170,7 @@ class BufferTable:
                 buf.author,
                 type(e).__name__,
             )
-            entry = self._run(buf.author, lambda: attempt(None))
+            entry = self._run(buf.author, lambda: attempt(None), buf.path)
         buf.base_rev = entry.rev
 
     def commit_under(self, prefix: str) -> None:

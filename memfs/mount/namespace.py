@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from memfs.mount.buffers import Buffer, BufferTable, ReadCache
 from memfs.mount.handles import Handles
+from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import op, rel
 from memfs.store.base import Store
 
@@ -33,13 +34,22 @@ class NamespaceOps:
     _handles: Handles
     _known_dirs: set[str]
     _dirs_lock: Any
-    _gen: int
+    _meta: MetaCache
     _counter: Any
 
     def _author(self) -> str:
         raise NotImplementedError
 
-    def _mutate(self, author: str, fn: Callable[[], T]) -> T:
+    def _mutate(
+        self,
+        author: str,
+        fn: Callable[[], T],
+        paths: Iterable[str],
+        subtrees: Iterable[str] = (),
+    ) -> T:
+        raise NotImplementedError
+
+    def _is_dir(self, p: str) -> bool:
         raise NotImplementedError
 
     def _check_new_name(self, path: str) -> None:
@@ -60,7 +70,7 @@ class NamespaceOps:
         p = rel(path)
         self._check_new_name(p)
         author = self._author()
-        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777))
+        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777), (p,))
         return 0
 
     @op
@@ -73,7 +83,7 @@ class NamespaceOps:
                 raise OSError(errno.ENOTDIR, "not a directory")
             if any(True for _ in self._buffers.pending_children(p)):
                 raise OSError(errno.ENOTEMPTY, "directory not empty")
-            self._mutate(author, lambda: self.store.delete(p, author=author))
+            self._mutate(author, lambda: self.store.delete(p, author=author), (p,), (p,))
             with self._dirs_lock:
                 self._known_dirs.discard(p)
         return 0
@@ -87,14 +97,15 @@ class NamespaceOps:
             self._cache.forget(p)
             self._keep_open_data(p, buf)
             if buf is not None and buf.base_rev == 0:
-                self._gen += 1
+                with self._meta.changing((p,)):
+                    pass  # the dropped buffer was the change
                 # Created and removed before it was ever committed (vim's 4913 probe,
                 # lock files): the store never needs to hear of it.
                 return 0
             entry = self.store.stat(p)
             if entry.is_dir:
                 raise OSError(errno.EISDIR, "is a directory")
-            self._mutate(author, lambda: self.store.delete(p, author=author))
+            self._mutate(author, lambda: self.store.delete(p, author=author), (p,))
         return 0
 
     def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
@@ -113,7 +124,7 @@ class NamespaceOps:
         p = rel(path)
         self._check_new_name(p)
         author = self._author()
-        self._mutate(author, lambda: self.store.symlink(p, target, author=author))
+        self._mutate(author, lambda: self.store.symlink(p, target, author=author), (p,))
         return 0
 
     @op
@@ -134,8 +145,13 @@ class NamespaceOps:
                 self._commit(dst)
             self._cache.forget_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
+            # A moved directory takes its cached descendants' paths with it.
+            subtrees = (src, dst) if self._is_dir(src) else ()
             self._mutate(
-                author, lambda: self.store.rename(src, dst, author=author, overwrite=overwrite)
+                author,
+                lambda: self.store.rename(src, dst, author=author, overwrite=overwrite),
+                (src, dst),
+                subtrees,
             )
             self._handles.moved(src, dst)
             with self._dirs_lock:
@@ -158,7 +174,7 @@ class NamespaceOps:
             # Buffered content first, so the attribute lands on the committed file and a
             # later commit cannot move the mtime again.
             self._commit(p)
-            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs))
+            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs), (p,))
 
     @op
     def chmod(self, path: str, mode: int) -> int:

@@ -10,7 +10,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from memfs import errors
@@ -23,18 +22,6 @@ T = TypeVar("T")
 
 class _Counted(Protocol):
     _counter: Any
-
-
-@dataclass(slots=True)
-class Listing:
-    """A directory listing valid while the mount's change generation is ``gen``.
-
-    ``native`` is for the FUSE layer to keep its own encoded form of the same entries.
-    """
-
-    gen: int
-    names: list[tuple[str, int]]
-    native: Any = None
 
 
 def op(method: Callable[..., T]) -> Callable[..., T]:

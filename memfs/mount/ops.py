@@ -28,8 +28,9 @@ from memfs.mount.authors import author_of
 from memfs.mount.buffers import Buffer, BufferTable, QuietCommitter, ReadCache
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
 from memfs.mount.handles import Handles
+from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
-from memfs.mount.opkit import Listing, op, parent_of, rel
+from memfs.mount.opkit import op, parent_of, rel
 from memfs.mount.options import MountOptions, errno_of
 from memfs.paths import parse_rel
 from memfs.store.base import Change, Entry, Store
@@ -76,13 +77,11 @@ class MemfsOperations(NamespaceOps):
         self._counter = self.options.callback_counter
         self._mutex = threading.RLock()
         self._own = OwnChanges(store)
-        # Bumped around every change to the tree (ours and other writers'): cached
-        # listings are valid only for the generation they were made in.
-        self._gen = 0
-        self._listings: dict[str, Listing] = {}
-        self._entries: dict[str, tuple[int, Entry]] = {}
+        self._meta = MetaCache()
         self._statfs: tuple[float, dict[str, int]] | None = None
-        self._buffers = BufferTable(store, self._mutex, self._tracked)
+        self._buffers = BufferTable(
+            store, self._mutex, lambda author, fn, path: self._tracked(author, fn, (path,))
+        )
         self._cache = ReadCache()
         self._handles = Handles()
         self._uid = os.getuid()
@@ -125,16 +124,31 @@ class MemfsOperations(NamespaceOps):
     def _author(self) -> str:
         return author_of(self._caller_pid())
 
-    def _tracked(self, author: str, fn: Callable[[], T]) -> T:
-        self._gen += 1
-        try:
+    def _tracked(
+        self,
+        author: str,
+        fn: Callable[[], T],
+        paths: Iterable[str],
+        subtrees: Iterable[str] = (),
+    ) -> T:
+        with self._meta.changing(paths, subtrees):
             return self._own.run(author, fn)
-        finally:
-            self._gen += 1
 
-    def _mutate(self, author: str, fn: Callable[[], T]) -> T:
+    def _mutate(
+        self,
+        author: str,
+        fn: Callable[[], T],
+        paths: Iterable[str],
+        subtrees: Iterable[str] = (),
+    ) -> T:
         with self._mutex:
-            return self._tracked(author, fn)
+            return self._tracked(author, fn, paths, subtrees)
+
+    def _is_dir(self, p: str) -> bool:
+        try:
+            return self._stat(p).is_dir
+        except (OSError, errors.StoreError):
+            return False
 
     def _check_new_name(self, path: str) -> None:
         """Refuse a name the model could not address (EINVAL), with a one-line warning."""
@@ -145,8 +159,8 @@ class MemfsOperations(NamespaceOps):
             raise OSError(errno.EINVAL, str(e)) from None
 
     def _foreign_changes(self, changes: Iterable[Change]) -> None:
-        self._gen += 1
         paths: list[str] = []
+        subtrees: list[str] = []
         for change in changes:
             for p in touched_paths(change):
                 if p not in paths:
@@ -154,15 +168,23 @@ class MemfsOperations(NamespaceOps):
             if change.kind in ("rename", "rmdir", "delete"):
                 # Cached children of a moved or removed directory are stale too.
                 for gone in (change.path, change.old_path):
-                    if gone is not None:
+                    if gone is not None and (change.kind == "rmdir" or self._was_dir(gone)):
+                        subtrees.append(gone)
                         self._cache.forget_under(gone)
                         paths.extend(self._known_below(gone))
+        self._meta.bump()
+        self._meta.forget(paths, subtrees)
+        self._meta.bump()
         for p in paths:
             self._cache.forget(p)
         invalidate = self._invalidate
         if invalidate is not None:
             for p in paths:
                 invalidate("/" + p)
+
+    def _was_dir(self, p: str) -> bool:
+        with self._dirs_lock:
+            return p in self._known_dirs
 
     def _known_below(self, prefix: str) -> list[str]:
         below = prefix + "/"
@@ -223,49 +245,43 @@ class MemfsOperations(NamespaceOps):
 
     @op
     def readdir_entries(self, path: str) -> Listing:
-        """The directory's entries, cached until anything in the tree changes."""
+        """The directory's entries, cached until something in the directory changes."""
         return self._listing(path)
 
     def _stat(self, p: str) -> Entry:
-        gen = self._gen  # read before the query: a change during it voids the result
-        hit = self._entries.get(p)
-        if hit is not None and hit[0] == gen:
-            return hit[1]
+        gen = self._meta.gen  # read before the query: a change during it voids the result
+        hit = self._meta.entry(p)
+        if hit is not None:
+            return hit
         try:
             entry = self.store.stat(p)
         except errors.PathError:
             # A name the store cannot hold does not exist (tools probe such names).
             raise OSError(errno.ENOENT, "no such entry") from None
-        self._remember(gen, entry)
+        self._meta.put_entries(gen, (entry,))
         return entry
-
-    def _remember(self, gen: int, entry: Entry) -> None:
-        if len(self._entries) > 200_000:
-            self._entries.clear()
-        self._entries[entry.path] = (gen, entry)
 
     def _listing(self, path: str) -> Listing:
         p = rel(path)
-        gen = self._gen
-        hit = self._listings.get(p)
-        if hit is not None and hit.gen == gen:
+        gen = self._meta.gen
+        hit = self._meta.listing(p)
+        if hit is not None:
             return hit
         names = [(".", stat.S_IFDIR), ("..", stat.S_IFDIR)]
         seen: set[str] = set()
-        for entry in self.store.listdir(p):
+        entries = self.store.listdir(p)
+        for entry in entries:
             names.append((entry.name, _KINDS[entry.kind]))
             seen.add(entry.name)
-            # The lookups that follow a listing (ls -l, find, grep) are then free.
-            self._remember(gen, entry)
+        # The lookups that follow a listing (ls -l, find, grep) are then free.
+        self._meta.put_entries(gen, entries)
         with self._mutex:
             for buf in self._buffers.pending_children(p):
                 name = buf.path.rsplit("/", 1)[-1]
                 if name not in seen:
                     names.append((name, stat.S_IFREG))
-        listing = Listing(gen, names)
-        if len(self._listings) > 4096:
-            self._listings.clear()
-        self._listings[p] = listing
+        listing = Listing(names)
+        self._meta.put_listing(gen, p, listing)
         return listing
 
     @op
@@ -340,8 +356,8 @@ class MemfsOperations(NamespaceOps):
             parent = self.store.stat(parent_of(p))
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
-            self._buffers.create(p, mode & 0o7777, author)
-            self._gen += 1
+            with self._meta.changing((p,)):
+                self._buffers.create(p, mode & 0o7777, author)
         self._committer.poke()
         # The only requests with a real file handle in no-open mode: see handles.py.
         return self._handles.new(p)
