@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -125,7 +126,10 @@ def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli: Cli, memfs_state_
     )
     try:
         assert proc.stdout is not None
-        first = proc.stdout.readline()  # printed once the mount is up
+        # Printed once the mount is up; select bounds the wait so a silent daemon fails.
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "memfs mount --foreground printed nothing within 20 s"
+        first = proc.stdout.readline()
         assert first == f"Mounted {url} at {mp} (pid {proc.pid}).\n"
         record = state.lookup(mp)
         assert record is not None and record.pid == proc.pid
