@@ -97,7 +97,7 @@ def start_mount(db: Path, mnt: Path, env: dict[str, str] | None = None, **option
             env={**os.environ, **(env or {})},
             cwd=Path(__file__).resolve().parents[1],
         )
-    mount = Mount(mnt, db, proc, log)
+    mount = Mount(mnt, Path(str(db).split("?")[0].removeprefix("sqlite://")), proc, log)
     assert proc.stdout is not None
     deadline = time.monotonic() + START_DEADLINE_S
     line = b""
@@ -228,6 +228,27 @@ def test_write_without_fsync_reaches_store_after_quiet_period(mnt: Mount, store:
     (mnt.path / "q").write_bytes(b"quiet")
     took = wait_for(lambda: store.read("q")[0] == b"quiet", 5, "quiet-period commit")
     assert took < 5
+
+
+def test_refused_commit_reports_the_error_and_keeps_the_data(tmp_path: Path, store: Store) -> None:
+    m = start_mount(f"sqlite://{tmp_path / 'store.db'}?max_file_bytes=1000", tmp_path / "capped")
+    try:
+        f = m.path / "big.md"
+        with open(f, "wb") as fh:
+            fh.write(b"x" * 3000)
+            fh.flush()
+            with pytest.raises(OSError) as e:
+                os.fsync(fh.fileno())
+            assert e.value.errno == errno.EFBIG
+        with pytest.raises(NotFound):
+            store.stat("big.md")
+        assert f.read_bytes() == b"x" * 3000  # nothing lost: still readable
+        os.truncate(f, 800)
+        with open(f, "rb+") as fh:
+            os.fsync(fh.fileno())
+        assert store.read("big.md")[0] == b"x" * 800
+    finally:
+        assert m.stop() == 0
 
 
 def test_one_revision_per_write_and_fsync(mnt: Mount, store: Store) -> None:

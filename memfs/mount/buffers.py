@@ -41,6 +41,8 @@ class Buffer:
     failed: StoreError | None = None
 
     def touch(self, author: str) -> None:
+        # New content deserves a new attempt (the quiet committer skips failed ones).
+        self.failed = None
         self.dirty = True
         self.author = author
         self.last_write = time.monotonic()

@@ -40,7 +40,10 @@ def op(method: Callable[..., T]) -> Callable[..., T]:
         except OSError:
             raise
         except errors.MemfsError as e:
-            if not isinstance(e, errors.NotFound):
+            if isinstance(e, errors.StoreUnavailable):
+                # Not the caller's mistake: the operator needs to see this one.
+                log.warning("memfs: %s%r failed, store unavailable: %s", name, args[:2], e)
+            elif not isinstance(e, errors.NotFound):
                 log.debug("memfs: %s%r: %s", name, args[:2], e)
             raise OSError(errno_of(e), str(e)) from e
         except Exception:
