@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from memfs.errors import SyncError
 from memfs.store import open_store
+from memfs.sync import Mirror
 from memfs.sync.disk import Disk, sha256
 from tests.fixtures.sync import SyncRig, wait_for
 
@@ -238,3 +240,31 @@ def test_a_recreated_store_is_merged_not_taken_for_deletions(
     sync_rig.once()
     assert sync_rig.disk() == sync_rig.remote() == {**files, "fresh.md": b"new store"}
     assert any("older than the last sync" in r.getMessage() for r in caplog.records)
+
+
+def test_a_busy_store_delays_an_edit_but_does_not_stop_the_mirror(
+    sync_rig: SyncRig, caplog: pytest.LogCaptureFixture
+) -> None:
+    mirror = Mirror(
+        sync_rig.dir, sync_rig.url + "?busy_timeout=0.1", state_path=sync_rig.state_path
+    )
+    mirror.start()
+    try:
+        wait_for(mirror.ready.is_set)
+        blocker = sqlite3.connect(sync_rig.url.removeprefix("sqlite://"), isolation_level=None)
+        try:
+            blocker.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+            sync_rig.write("patient.md", "waits for the lock")
+            wait_for(
+                lambda: any("busy" in r.getMessage() for r in caplog.records),
+                what="the mirror to meet the held lock",
+            )
+            assert not sync_rig.remote_has("patient.md", b"waits for the lock")
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        wait_for(lambda: sync_rig.remote_has("patient.md", b"waits for the lock"))
+        sync_rig.store.write("after.md", b"still following the feed", author=AGENT)
+        wait_for(lambda: sync_rig.disk_has("after.md", b"still following the feed"))
+    finally:
+        mirror.stop()
