@@ -226,6 +226,43 @@ def handler_row(mnt: Path, native: Path, args: argparse.Namespace) -> dict[str, 
     }
 
 
+def _visible(path: Path, data: bytes, deadline_s: float = 10.0) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < deadline_s:
+        with contextlib.suppress(OSError):
+            if path.read_bytes() == data:
+                return time.monotonic() - start
+        time.sleep(0.002)
+    raise SystemExit(f"{path} did not show the new content within {deadline_s}s")
+
+
+def staleness(db: Path, mnt: Path, trials: int = 15) -> None:
+    """How long another writer's change takes to show through a mount (the documented
+    bound is poll_interval + one feed query + the invalidations)."""
+    other = mnt.parent / "mnt-b"
+    with mounted(db, mnt), mounted(db, other):
+        store = open_store(str(db))
+        try:
+            a_to_b, outside = [], []
+            (mnt / "stale.txt").write_bytes(b"start")
+            _visible(other / "stale.txt", b"start")
+            for i in range(trials):
+                data = f"from a {i}".encode()
+                with open(mnt / "stale.txt", "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                a_to_b.append(_visible(other / "stale.txt", data))
+                data = f"from the store {i}".encode()
+                store.write("stale.txt", data, author="bench")
+                outside.append(_visible(other / "stale.txt", data))
+        finally:
+            store.close()
+    print("\nother writers' changes visible after (poll_interval 0.1 s; median / max):")
+    for name, lat in (("mount A fsync -> mount B", a_to_b), ("store.write -> mount", outside)):
+        print(f"  {name:<26}{statistics.median(lat) * 1000:>6.0f} ms {max(lat) * 1000:>6.0f} ms")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--files", type=int, default=10000)
@@ -327,6 +364,8 @@ def run(args: argparse.Namespace, db: Path, native: Path, mnt: Path) -> int:
         calls = sum(v for k, v in handler_counts.items() if not k.endswith(".ns"))
         print(f"callbacks, handler workload: {calls / n_cmds:.1f} per command")
         print(f"  {per_file(handler_counts).split('(', 1)[1]}")
+
+    staleness(db, mnt)
 
     # The alternatives, each on its own fresh mount, interleaved with the default.
     print("\ndesign comparison (fresh mount each; warm grep after two passes; medians)")

@@ -69,10 +69,10 @@ class Mount:
     proc: subprocess.Popen[bytes]
     log: Path
 
-    def stop(self) -> int | None:
-        """SIGTERM, then the last resorts; returns the serving process's exit code."""
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        """``sig``, then the last resorts; returns the serving process's exit code."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=STOP_DEADLINE_S)
         if self.proc.poll() is None or os.path.ismount(self.path):
@@ -591,12 +591,16 @@ def test_two_mounts_of_one_store_see_each_other(mounts: Callable[..., Mount]) ->
 # --- lifecycle ------------------------------------------------------------------------
 
 
-def test_sigterm_commits_buffered_writes(mounts: Callable[..., Mount], store: Store) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_commit_buffered_writes_and_unmount(
+    mounts: Callable[..., Mount], store: Store, sig: int
+) -> None:
     m = mounts(commit_quiet_period=60.0)
     (m.path / "late.md").write_bytes(b"written just before the end")
     with pytest.raises(NotFound):
         store.stat("late.md")
-    assert m.stop() == 0
+    assert m.stop(sig) == 0
+    assert not os.path.ismount(m.path)
     assert store.read("late.md")[0] == b"written just before the end"
 
 
