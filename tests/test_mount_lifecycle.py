@@ -305,3 +305,14 @@ def test_status_without_mounts(memfs_state_dir: Path) -> None:
     result = _invoke("status")
     assert result.exit_code == 0
     assert result.stdout == "No memfs mounts.\n"
+
+
+def test_an_uncreatable_mountpoint_is_refused(tmp_path: Path, memfs_state_dir: Path) -> None:
+    require_fuse()
+    target = Path("/proc/memfs-cannot-be-here")
+    line = _one_line_error(_invoke("mount", str(target), "--store", sqlite_url(tmp_path / "s.db")))
+    assert line == (
+        f"Error: Cannot create or read the mountpoint {target}: No such file or directory; "
+        "choose a directory you can write to."
+    )
+    assert state.records() == []

@@ -110,7 +110,10 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
         mountpoint.mkdir(parents=True, exist_ok=True)
         nonempty = any(mountpoint.iterdir())
     except OSError as exc:
-        raise MountError(f"Cannot use {mountpoint} as a mountpoint: {exc.strerror}.") from exc
+        raise MountError(
+            f"Cannot create or read the mountpoint {mountpoint}: {exc.strerror}; "
+            "choose a directory you can write to."
+        ) from exc
     if nonempty:
         raise MountError(
             f"{mountpoint} is not empty; mount on an empty directory so no files are hidden "
