@@ -31,7 +31,12 @@ def _mounted_message(record: MountRecord) -> str:
 
 @click.command()
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="Store URL (default: $MEMFS_STORE or the user's memory.db).",
+)
 @click.option("--foreground", is_flag=True, help="Serve in this process until Ctrl-C.")
 @click.option("--debug", is_flag=True, help="Log every FUSE request (to the log, or stderr).")
 def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debug: bool) -> None:
@@ -67,7 +72,10 @@ def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debu
 @click.command()
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
 def umount(mountpoint: Path | None) -> None:
-    """Unmount a memfs mount, committing buffered writes first (default: ~/memories)."""
+    """Unmount a memfs mount, committing buffered writes first.
+
+    MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories.
+    """
     target = mountpoint if mountpoint is not None else state.default_mountpoint()
     try:
         daemon.stop(target, on_note=_note)
