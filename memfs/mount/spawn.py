@@ -76,6 +76,20 @@ def options_json(options: MountOptions | None) -> str | None:
     return json.dumps(fields)
 
 
+def _child_env() -> dict[str, str]:
+    """The caller's environment, with this very memfs first on the import path so the
+    child runs the same code as its parent, installed or not."""
+    import memfs
+
+    source_root = str(Path(memfs.__file__).resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": source_root + (os.pathsep + path if path else ""),
+    }
+
+
 def spawn(
     mountpoint: Path,
     store_url: str,
@@ -109,7 +123,10 @@ def spawn(
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # Out of the caller's directory, so the daemon pins nothing there (the
+                # store URL and mountpoint are absolute by now).
+                cwd="/",
+                env=_child_env(),
             )
         finally:
             os.close(write_fd)
