@@ -17,8 +17,12 @@ class MountOptions:
         Long is safe because other writers' changes are invalidated from the change feed.
     negative_timeout: 0 so a name created elsewhere is found at once.
     commit_quiet_period: a buffered write reaches the store this long after the last
-        write to that file (fsync commits at once). A crash (kill -9) loses at most the
-        writes of this last window, and never leaves a torn file.
+        write to that file (fsync commits at once). Every commit is one atomic revision
+        of the whole file, so a crash (kill -9) never leaves a mix of two versions; it
+        loses the writes of at most this last window. The price of not hearing close()
+        in no-open mode: a program that stalls longer than this in the middle of
+        rewriting a file gets that intermediate state committed (and left behind by a
+        crash); fsync, or commit_on_close, makes a version definitive.
     commit_on_close: also commit on every close() (registers FLUSH: one Python callback
         per close, read-only opens included). close() then means committed.
     poll_interval: how often the change feed is read; bounds staleness for readers.
