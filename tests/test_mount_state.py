@@ -110,3 +110,16 @@ def test_state_dir_and_default_mountpoint_follow_the_environment(
     monkeypatch.delenv(state.MOUNTPOINT_ENV)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert state.default_mountpoint() == tmp_path / "home" / "memories"
+
+
+def test_a_reused_pid_does_not_make_a_dead_daemon_alive(
+    tmp_path: Path, memfs_state_dir: Path
+) -> None:
+    # The record says the daemon started an hour ago; the process now holding that pid
+    # (this one) started later, so it cannot be that daemon.
+    old = MountRecord(str(tmp_path / "mnt"), "sqlite:///x.db", os.getpid(), "", time.time() - 3600)
+    assert not old.alive
+    state.write(old)
+    assert state.scan() == ([], [old])
+    fresh = MountRecord(str(tmp_path / "mnt"), "sqlite:///x.db", os.getpid(), "", time.time())
+    assert fresh.alive

@@ -24,6 +24,9 @@ from memfs import __version__
 from memfs.errors import MountError
 
 STATE_DIR_ENV = "MEMFS_STATE_DIR"
+# btime in /proc/stat has one-second resolution; a process may look up to that much
+# younger or older than the clock says.
+_CLOCK_SLACK_S = 2.0
 MOUNTPOINT_ENV = "MEMFS_MOUNTPOINT"
 
 
@@ -40,7 +43,12 @@ class MountRecord:
 
     @property
     def alive(self) -> bool:
-        return pid_alive(self.pid)
+        """The daemon still runs: its pid is alive and is not a newer process that was
+        given the same number after the daemon died (it must predate the record)."""
+        if not pid_alive(self.pid):
+            return False
+        born = process_start(self.pid)
+        return born is None or born <= self.started + _CLOCK_SLACK_S
 
 
 def state_dir() -> Path:
@@ -94,6 +102,18 @@ def pid_alive(pid: int) -> bool:
         return False
     # The state letter follows the parenthesised command name, which may hold spaces.
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def process_start(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since the epoch (None if it cannot be told)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[-1].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _key(mountpoint: Path) -> str:
