@@ -121,7 +121,9 @@ def _peel(segment: str) -> str:
 
 
 def _dot_like(segment: str) -> bool:
-    folded = unicodedata.normalize("NFKC", segment)
+    # Trailing spaces go first: Windows drops them from names, so ".. " (or "..\u00a0",
+    # which NFKC folds to it) would end up as "..".
+    folded = unicodedata.normalize("NFKC", segment).rstrip(" ")
     return bool(folded) and all(ch == "." or ch in _DOT_LOOKALIKES for ch in folded)
 
 
@@ -145,21 +147,21 @@ def name_problem(name: str) -> str | None:
     if len(name.encode("utf-8")) > MAX_SEGMENT_BYTES:
         return f"the segment '{shown(name[:40])}...' is longer than {MAX_SEGMENT_BYTES} bytes"
     if _dot_like(name):
-        return f"the segment '{name}' reads as a dot segment"
+        return f"the segment '{shown(name)}' reads as a dot segment"
     try:
         decoded = _peel(name)
         folded = _peel(unicodedata.normalize("NFKC", decoded))
     except ValueError:
-        return f"the segment '{name}' has a percent-encoding that does not decode to UTF-8"
+        return f"the segment '{shown(name)}' has a percent-encoding that does not decode to UTF-8"
     for layer, text in (("percent-decoded", decoded), ("NFKC-folded", folded)):
         if text == name:
             continue
         if "/" in text or "\\" in text:
-            return f"the segment '{name}' becomes a path separator when {layer}"
+            return f"the segment '{shown(name)}' becomes a path separator when {layer}"
         if _dot_like(text):
-            return f"the segment '{name}' becomes a dot segment when {layer}"
+            return f"the segment '{shown(name)}' becomes a dot segment when {layer}"
         if _bad_char(text) is not None:
-            return f"the segment '{name}' hides a control character when {layer}"
+            return f"the segment '{shown(name)}' hides a control character when {layer}"
     if name.startswith(RESERVED_PREFIX):
         return f"names starting with '{RESERVED_PREFIX}' are reserved for memfs"
     if name.endswith((" ", ".")):
