@@ -90,6 +90,13 @@ _TRAILING = _cat(
         ("trail-dot-extension", "/memories/notes.md."),
         ("trail-dot-dir", "/memories/dir./x"),
         ("trail-space-only", "/memories/ "),
+        # Windows drops trailing spaces; these become ".." once a layer folds or decodes
+        # the space into an ASCII one.
+        ("trail-dotdot-nbsp", "/memories/..\u00a0"),
+        ("trail-dotdot-ideographic-space", "/memories/..\u3000"),
+        ("trail-dot-en-space", "/memories/.\u2002"),
+        ("trail-dotdot-encoded-space", "/memories/%2e%2e%20"),
+        ("trail-fullwidth-dotdot-nbsp", "/memories/\uff0e\uff0e\u00a0/secrets.env"),
     ],
 )
 
