@@ -636,5 +636,10 @@ def test_libfuse2_mount_works(tmp_path: Path, store: Store) -> None:
         utimensat(m.path / "two", (5, 0), (0, UTIME_OMIT))
         assert (m.path / "two").stat().st_mtime_ns == 1_700_000_000_000_000_000
         assert store.read("two")[0] == b"libfuse 2"
+        # libfuse 2 has no RENAME2: the kernel must refuse flags, never drop them.
+        assert renameat2(m.path / "f", m.path / "two", 1) in (errno.EINVAL, errno.EEXIST)
+        assert renameat2(m.path / "f", m.path / "two", 2) == errno.EINVAL
+        assert (m.path / "two").read_bytes() == b"libfuse 2"
+        assert (m.path / "f").read_bytes() == b"x"
     finally:
         assert m.stop() == 0
