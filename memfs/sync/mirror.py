@@ -83,12 +83,17 @@ class Engine(Looker):
                 look = self._look(path, hash_all=hash_all)
             except Skip:
                 continue
-            base = self.state.entries.get(path)
-            # The store's head came from this DIR (a push whose state save a kill lost):
-            # it is a base DIR has moved on from, not a change to merge against.
-            base_version = look.remote if look.ours else base.version if base else None
-            looks.append((look, decide(base_version, look.local, look.remote)))
+            looks.append((look, self._decide(look)))
         self._missing_seen(looks)
+        if any(a is Action.DELETE_REMOTE for _, a in looks) and self._deletions_quiet():
+            # One batch for everything seen missing, whenever its events came in, so a
+            # wipe cannot be cut into small batches that each look like a normal delete.
+            seen = {lk.path for lk, _ in looks}
+            for path in sorted(set(self._missing_since) - seen):
+                with contextlib.suppress(Skip):
+                    look = self._look(path, hash_all=hash_all)
+                    looks.append((look, self._decide(look)))
+            looks.sort(key=lambda item: item[0].path)
         deletes = [(lk, a) for lk, a in looks if a in (Action.DELETE_LOCAL, Action.DELETE_REMOTE)]
         ready = self._corroborated([lk.path for lk, a in deletes if a is Action.DELETE_REMOTE])
         for look, action in looks:
@@ -97,6 +102,13 @@ class Engine(Looker):
         for look, action in reversed(deletes):  # children before their directory
             if action is Action.DELETE_LOCAL or look.path in ready:
                 self._guard(look, action)
+
+    def _decide(self, look: Look) -> Action:
+        base = self.state.entries.get(look.path)
+        # The store's head came from this DIR (a push whose state save a kill lost): it
+        # is a base DIR has moved on from, not a change to merge against.
+        base_version = look.remote if look.ours else base.version if base else None
+        return decide(base_version, look.local, look.remote)
 
     def _under(self, top: str) -> set[str]:
         found = {top} | set(self.state.under(top))
@@ -118,22 +130,25 @@ class Engine(Looker):
     def _missing_seen(self, looks: list[tuple[Look, Action]]) -> None:
         now = time.monotonic()
         for look, action in looks:
-            if look.local is not None:
-                self._missing_since.pop(look.path, None)
-            elif action is Action.DELETE_REMOTE and look.path not in self._missing_since:
+            if action is not Action.DELETE_REMOTE:
+                self._missing_since.pop(look.path, None)  # back, or no longer ours to delete
+            elif look.path not in self._missing_since:
                 self._missing_since[look.path] = now
                 self._last_new_missing = now
+
+    def _deletions_quiet(self) -> bool:
+        """True once no file has newly vanished for the grace period."""
+        return time.monotonic() >= self._last_new_missing + self.delete_grace
 
     def _corroborated(self, paths: list[str]) -> set[str]:
         """The local deletions that are real: missing past the grace period, with no new
         vanishing since, and not a wipe (then they are restored from the store)."""
+        for p in paths:
+            self._missing_since.setdefault(p, time.monotonic())
         if not paths:
             return set()
-        now = time.monotonic()
-        quiet_at = self._last_new_missing + self.delete_grace
-        waiting = [p for p in paths if self._missing_since[p] + self.delete_grace > now]
-        if waiting or now < quiet_at:
-            due = max(quiet_at, *(self._missing_since[p] + self.delete_grace for p in paths))
+        if not self._deletions_quiet():
+            due = self._last_new_missing + self.delete_grace
             for p in paths:
                 self.later[p] = due
             return set()
@@ -325,8 +340,9 @@ class Engine(Looker):
             # rename; the next passes push it under its new name and pull the file.
             os.rename(self.disk.abs(path), self.disk.abs(copy))
             self._forget(path)
-            self.again.add(path)
-            self.later[copy] = time.monotonic()
+            for old in self.state.under(path):
+                self._forget(old)
+            self.again |= {path, *self._under(copy)}
         else:
             assert look.local_file is not None
             self._keep_local_copy(path, look.local_file.data, copy=copy)
