@@ -220,3 +220,30 @@ def test_real_process_answers_each_line_before_the_next_is_sent(root: Path) -> N
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_reader_going_away_ends_the_stream_quietly(root: Path) -> None:
+    exe = Path(sys.executable).with_name("memfs")
+    proc = subprocess.Popen(
+        [str(exe), "tool", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((EXAMPLE + "\n").encode())
+        proc.stdin.flush()
+        assert b"Here're the files" in _read_line(proc, timeout=30)
+        proc.stdout.close()  # the reader leaves; the next answer has nowhere to go
+        proc.stdin.write((EXAMPLE + "\n").encode())
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 1
+        assert proc.stderr is not None
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
