@@ -8,12 +8,15 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import stat
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from memfs import errors
+from memfs.mount.buffers import Buffer
 from memfs.mount.options import errno_of
+from memfs.store.base import Entry
 
 log = logging.getLogger("memfs.mount.ops")
 
@@ -69,3 +72,36 @@ def rel(path: str | None) -> str:
 
 def parent_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def attrs_of(entry: Entry, buf: Buffer | None, uid: int, gid: int) -> dict[str, int]:
+    """fusepy's stat dict for ``entry``; a pending write buffer decides size and mtime.
+    ``uid``/``gid`` stand in for entries that record no owner (the mounting user)."""
+    if entry.kind == "dir":
+        fmt, nlink = stat.S_IFDIR, 2
+    elif entry.kind == "symlink":
+        fmt, nlink = stat.S_IFLNK, 1
+    else:
+        fmt, nlink = stat.S_IFREG, 1
+    size, mtime = entry.size, entry.mtime_ns
+    if buf is not None:
+        size, mtime = len(buf.data), buf.mtime_ns
+    return {
+        "st_mode": fmt | (entry.mode & 0o7777),
+        "st_nlink": nlink,
+        "st_size": size,
+        "st_blocks": (size + 511) // 512,
+        "st_blksize": 4096,
+        "st_uid": uid if entry.uid is None else entry.uid,
+        "st_gid": gid if entry.gid is None else entry.gid,
+        # No access time is stored; the modification time is the honest stand-in.
+        "st_atime": mtime,
+        "st_mtime": mtime,
+        "st_ctime": max(entry.ctime_ns, mtime) if buf is not None else entry.ctime_ns,
+    }
+
+
+def pending_attrs(buf: Buffer, uid: int, gid: int) -> dict[str, int]:
+    """Attributes of a file that exists only as a buffer (created, not committed yet)."""
+    now = buf.mtime_ns
+    return attrs_of(Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0), buf, uid, gid)

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 
 from memfs import errors
 from memfs.mount.authors import author_of
-from memfs.mount.buffers import Buffer, BufferTable, QuietCommitter, ReadCache
+from memfs.mount.buffers import BufferTable, QuietCommitter, ReadCache
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
-from memfs.mount.opkit import op, parent_of, rel
+from memfs.mount.opkit import attrs_of, op, parent_of, pending_attrs, rel
 from memfs.mount.options import MountOptions, errno_of
 from memfs.paths import parse_rel
 from memfs.store.base import Change, Entry, Store
@@ -191,53 +191,24 @@ class MemfsOperations(NamespaceOps):
         with self._dirs_lock:
             return [d for d in self._known_dirs if d.startswith(below)]
 
-    def _attrs(self, entry: Entry, buf: Buffer | None = None) -> dict[str, int]:
-        if entry.kind == "dir":
-            fmt, nlink = stat.S_IFDIR, 2
-        elif entry.kind == "symlink":
-            fmt, nlink = stat.S_IFLNK, 1
-        else:
-            fmt, nlink = stat.S_IFREG, 1
-        size, mtime = entry.size, entry.mtime_ns
-        if buf is not None:
-            size, mtime = len(buf.data), buf.mtime_ns
-        return {
-            "st_mode": fmt | (entry.mode & 0o7777),
-            "st_nlink": nlink,
-            "st_size": size,
-            "st_blocks": (size + 511) // 512,
-            "st_blksize": 4096,
-            "st_uid": self._uid if entry.uid is None else entry.uid,
-            "st_gid": self._gid if entry.gid is None else entry.gid,
-            # No access time is stored; the modification time is the honest stand-in.
-            "st_atime": mtime,
-            "st_mtime": mtime,
-            "st_ctime": max(entry.ctime_ns, mtime) if buf is not None else entry.ctime_ns,
-        }
-
-    def _pending_attrs(self, buf: Buffer) -> dict[str, int]:
-        now = buf.mtime_ns
-        entry = Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0)
-        return self._attrs(entry, buf)
-
     # --- reading ------------------------------------------------------------------------
     @op
     def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
-            return self._pending_attrs(orphan)
+            return pending_attrs(orphan, self._uid, self._gid)
         p = rel(path)
         # No lock: a dict lookup is atomic, and a commit racing with this bumps the
         # generation, so the entry read below is fresh either way. (Taking the mutex
         # here made every lookup wait for the committer's store writes.)
         buf = self._buffers.get(p)
         if buf is not None and buf.base_rev == 0:
-            return self._pending_attrs(buf)
+            return pending_attrs(buf, self._uid, self._gid)
         entry = self._stat(p)
         if entry.kind == "dir":
             with self._dirs_lock:
                 self._known_dirs.add(p)
-        return self._attrs(entry, buf)
+        return attrs_of(entry, buf, self._uid, self._gid)
 
     @op
     def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
