@@ -22,9 +22,15 @@ host) changes the store. The mirror keeps both equal:
   files over ``max_file_bytes`` (warned once per path and version, retried when they
   change). Binary files are synced as bytes: the store holds bytes, and only the model's
   ``view`` declines non-UTF-8 content.
+- Deletions in the store are applied in DIR (checked against the synced hash first); a
+  store whose feed is behind the recorded ``last_seq`` at start (re-created or restored
+  from a backup) is merged afresh instead, so its missing files are not deletions.
 - The sync state (:mod:`memfs.sync.state`) is kept outside DIR and saved at most every
-  100 ms and on stop; restarting after a kill re-scans both sides and converges, since
-  equal content on both sides is simply recorded.
+  100 ms and on stop; restarting after a kill re-scans both sides and converges: equal
+  content on both sides is simply recorded, and a store head written by this mirror
+  (its author) counts as a base DIR may have moved on from, not as a remote edit.
+- Stopping (``stop()``, SIGTERM, Ctrl-C) flushes pending paths and rescans DIR once, so
+  an edit whose event was still in watchdog's queue is not lost.
 
 Usage: ``Mirror(dir, store).run()`` blocks until :meth:`Mirror.stop`;
 ``start()``/``stop()`` run it on a thread; ``run_once()`` does one reconciliation pass.
