@@ -383,6 +383,20 @@ def test_listings_follow_every_change_at_once(mnt: Mount) -> None:
     assert [e.name for e in os.scandir(d)] == []
 
 
+def test_listing_many_and_non_ascii_names_with_types(mnt: Mount) -> None:
+    names = [f"note-{i:03d}.md" for i in range(300)] + ["café.md", "日本語.txt", "a b"]
+    for name in names:
+        (mnt.path / name).write_bytes(name.encode())
+    (mnt.path / "sub dir").mkdir()
+    os.symlink("x", mnt.path / "ln")
+    with os.scandir(mnt.path) as it:
+        kinds = {e.name: (e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it}
+    assert set(kinds) == {*names, "sub dir", "ln"}
+    assert kinds["sub dir"] == (True, False)
+    assert kinds["ln"] == (False, True)
+    assert kinds["café.md"] == (False, False)
+
+
 def test_rename_file_dir_and_onto_existing(mnt: Mount, store: Store) -> None:
     write_synced(mnt.path / "a", b"A")
     write_synced(mnt.path / "b", b"B")
@@ -632,6 +646,7 @@ def test_libfuse2_mount_works(tmp_path: Path, store: Store) -> None:
         assert (m.path / "two").read_bytes() == b"libfuse 2"
         subprocess.run(["sh", "-c", "printf 'long text' > f; printf x > f"], cwd=m.path, check=True)
         assert (m.path / "f").read_bytes() == b"x"
+        assert sorted(os.listdir(m.path)) == ["f", "two"]
         os.utime(m.path / "two", ns=(1, 1_700_000_000_000_000_000))
         utimensat(m.path / "two", (5, 0), (0, UTIME_OMIT))
         assert (m.path / "two").stat().st_mtime_ns == 1_700_000_000_000_000_000
