@@ -18,6 +18,8 @@ temporary directory), then:
 Prints p50/p90/p99/max per direction. Usage::
 
     .venv/bin/python scripts/bench_sync.py [--edits 1000] [--pace 0.02] [--idle 10]
+        [--tree 1000]   # also: time to fill DIR with that many files; use --idle 31 to
+                        # include one 30 s safety-net rescan in the idle figure
 """
 
 from __future__ import annotations
@@ -152,6 +154,9 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=1000)
     parser.add_argument("--pace", type=float, default=0.02, help="seconds between edits")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle CPU")
+    parser.add_argument(
+        "--tree", type=int, default=0, help="files in the store before start (first-pass time)"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
@@ -159,15 +164,21 @@ def main() -> None:
         root.mkdir()
         url = f"sqlite://{tmp}/store.db"
         seed = open_store(url)
-        seed.write("ready.md", b"ready", author="bench")
+        for i in range(args.tree):
+            seed.write(f"tree/d{i // 100:03}/f{i}.md", b"x" * 500, author="bench", parents=True)
+        seed.write("ready.md", b"ready", author="bench")  # written last, pulled last
         seed.close()
+        started = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-c", "from memfs.cli import main; main()", "sync", str(root),
              "--store", url, "--state", f"{tmp}/state.json"],
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            wait(lambda: (root / "ready.md").exists(), 30, "the mirror's first pass")
+            wait(lambda: (root / "ready.md").exists(), 300, "the mirror's first pass")
+            if args.tree:
+                first = time.perf_counter() - started
+                print(f"first pass filling DIR with {args.tree} files: {first:.2f} s")
             time.sleep(1.0)  # let start-up work finish before measuring idle
             before = cpu_seconds(proc.pid)
             time.sleep(args.idle)
