@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -435,3 +435,43 @@ def test_insert_rule_of_the_model() -> None:
     assert insert_text_at("", 0, "x") == "x\n"
     assert insert_text_at("a\r\nb\r\n", 0, "x\ny") == "x\r\ny\r\na\r\nb\r\n"
     assert insert_text_at("a\nb\n", 0, "") == "\na\nb\n"
+
+
+FIELDS = ["command", "path", "file_text", "old_str", "new_str", "insert_line", "insert_text"]
+FIELDS += ["view_range", "old_path", "new_path"]
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+    | st.sampled_from(["view", "create", "str_replace", "insert", "delete", "rename"])
+    | st.sampled_from(["/memories", "/memories/a", "/memories/a/b.md", "/memories/../x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
+        json_values,
+    )
+)
+def test_execute_never_raises_on_arbitrary_json(command: Any) -> None:
+    """Whatever JSON the model sends, a Result comes back and nothing leaves the root."""
+    base = Path(tempfile.mkdtemp(prefix="memfs-fuzz-"))
+    try:
+        (base / "secrets.env").write_text("SECRET=1\n")
+        handler = MemoryHandler(base / "memories")
+        result = handler.execute(command)
+        assert isinstance(result.is_error, bool)
+        assert isinstance(result.content, str | list)
+        if result.is_error:
+            assert isinstance(result.content, str)
+            assert "internal error" not in result.content, result.content
+        assert sorted(p.name for p in base.iterdir()) == ["memories", "secrets.env"]
+        assert (base / "secrets.env").read_text() == "SECRET=1\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
