@@ -16,16 +16,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from memfs.errors import PathError
 from memfs.handler import MemoryHandler, strings
 from memfs.paths import parse
+from tests.handler_model_rules import Parts, insert_text_at, model_path, numbered, split_lines
 from tests.hostile_paths import HOSTILE_STRINGS
-
-Parts = tuple[str, ...]
 
 # Few names and a shallow depth so random paths often hit existing entries; the set has
 # non-ASCII, a space, a '%', an upper-case name (sort order) and node_modules (listing).
@@ -54,43 +53,6 @@ view_ranges = st.one_of(
     st.lists(st.integers(-2, 8), min_size=2, max_size=2),
     st.sampled_from([[1], [1, 2, 3], "1,2", [1, "2"], [True, 2], {}]),
 )
-
-
-def model_path(parts: Parts) -> str:
-    return "/memories" + "".join("/" + p for p in parts)
-
-
-def split_lines(content: str) -> list[str]:
-    """Lines on '\\n' only; a final '\\n' ends the last line instead of opening one."""
-    pieces = content.split("\n")
-    if pieces[-1] == "":
-        pieces.pop()
-    return pieces
-
-
-def numbered(n: int, line: str) -> str:
-    # A '\r' ending a line belongs to its line ending and is not shown.
-    return f"{n:>6}\t{line[:-1] if line.endswith(chr(13)) else line}"
-
-
-def insert_text_at(content: str, line: int, insert: str) -> str:
-    """The handler's documented insert rule, built on a list of newline-ended lines."""
-    first_nl = content.find("\n")
-    eol = "\r\n" if first_nl > 0 and content[first_nl - 1] == "\r" else "\n"
-    if eol == "\r\n":
-        insert = insert.replace("\r\n", "\n").replace("\n", "\r\n")
-    rows = [row + "\n" for row in content.split("\n")]
-    rows[-1] = rows[-1][:-1]  # the piece after the last '\n' has no newline of its own
-    if rows[-1] == "":
-        rows.pop()
-    if line < len(rows):
-        rows.insert(line, insert if insert.endswith("\n") else insert + eol)
-    elif rows and not rows[-1].endswith("\n"):
-        rows[-1] += eol
-        rows.append(insert)
-    else:
-        rows.append(insert if insert.endswith("\n") else insert + eol)
-    return "".join(rows)
 
 
 class HandlerMachine(RuleBasedStateMachine):
@@ -416,16 +378,6 @@ TestHandlerModel.settings = settings(
 )
 
 
-def test_view_range_on_the_root_is_refused_like_any_dir(tmp_path: Path) -> None:
-    """view_range applies to text files; a directory with one is refused, so is the root."""
-    handler = MemoryHandler(tmp_path / "memories")
-    assert handler.create("/memories/d/f.md", "x\n").is_error is False
-    sub = handler.view("/memories/d", [1, 2])
-    assert sub == (strings.view_range_not_text("/memories/d"), True)
-    root = handler.view("/memories", [1, 2])
-    assert root == (strings.view_range_not_text("/memories"), True)
-
-
 def test_insert_rule_of_the_model() -> None:
     """The model's own insert rule, pinned on the cases the handler documents."""
     assert insert_text_at("a\nb\n", 1, "x") == "a\nx\nb\n"
@@ -435,43 +387,3 @@ def test_insert_rule_of_the_model() -> None:
     assert insert_text_at("", 0, "x") == "x\n"
     assert insert_text_at("a\r\nb\r\n", 0, "x\ny") == "x\r\ny\r\na\r\nb\r\n"
     assert insert_text_at("a\nb\n", 0, "") == "\na\nb\n"
-
-
-FIELDS = ["command", "path", "file_text", "old_str", "new_str", "insert_line", "insert_text"]
-FIELDS += ["view_range", "old_path", "new_path"]
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=12)
-    | st.sampled_from(["view", "create", "str_replace", "insert", "delete", "rename"])
-    | st.sampled_from(["/memories", "/memories/a", "/memories/a/b.md", "/memories/../x"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
-    max_leaves=6,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.one_of(
-        st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
-        json_values,
-    )
-)
-def test_execute_never_raises_on_arbitrary_json(command: Any) -> None:
-    """Whatever JSON the model sends, a Result comes back and nothing leaves the root."""
-    base = Path(tempfile.mkdtemp(prefix="memfs-fuzz-"))
-    try:
-        (base / "secrets.env").write_text("SECRET=1\n")
-        handler = MemoryHandler(base / "memories")
-        result = handler.execute(command)
-        assert isinstance(result.is_error, bool)
-        assert isinstance(result.content, str | list)
-        if result.is_error:
-            assert isinstance(result.content, str)
-            assert "internal error" not in result.content, result.content
-        assert sorted(p.name for p in base.iterdir()) == ["memories", "secrets.env"]
-        assert (base / "secrets.env").read_text() == "SECRET=1\n"
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
