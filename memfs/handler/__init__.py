@@ -86,7 +86,9 @@ class MemoryHandler:
 
     ``overwrite``: whether ``create`` may replace an existing file (the contract's
     reference behaviour refuses). ``max_file_bytes``: the largest file, in UTF-8 bytes,
-    that create, str_replace and insert will write.
+    that create, str_replace and insert will write. ``durable``: also fsync directories
+    after each change, so the change survives a power loss (content is always fsynced
+    before it replaces a file, so a crash never leaves a torn one).
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class MemoryHandler:
         *,
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
+        durable: bool = False,
     ) -> None:
         if type(max_file_bytes) is not int or max_file_bytes < 0:
             raise ValueError(
@@ -116,7 +119,7 @@ class MemoryHandler:
             )
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
-        self._tree = Tree(self.root)
+        self._tree = Tree(self.root, durable=durable)
         self._commands = Commands(self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes)
         self._dispatch: dict[str, Callable[[dict[str, Any]], Result]] = {
             "view": lambda f: self._commands.view(f["path"], parse(f["path"]), f["view_range"]),

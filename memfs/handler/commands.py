@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
 from memfs.handler import strings, text
-from memfs.handler.posix import fsync_dir, lstat_at, rename_noreplace
+from memfs.handler.posix import lstat_at, rename_noreplace
 from memfs.handler.tree import (
     EDIT_TRIES,
     READ_LIMIT,
@@ -324,9 +324,9 @@ class Commands:
                         rename_noreplace(src, old.name, dst, new.name)
                     except AlreadyExists:
                         raise Refused(strings.destination_exists(raw_new)) from None
-                    fsync_dir(dst)
+                    self.tree.sync_dir(dst)
                 if new.parent != old.parent:  # one directory needs one fsync
-                    fsync_dir(src)
+                    self.tree.sync_dir(src)
         except (NotFound, NotADirectory):
             raise Refused(strings.path_missing(raw_old)) from None
         except SymlinkRefused as exc:
