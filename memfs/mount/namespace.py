@@ -167,18 +167,31 @@ class NamespaceOps:
         raise OSError(errno.EPERM, "hard links are not supported")
 
     # --- attributes --------------------------------------------------------------------
-    def _set_attrs(self, path: str, **attrs: int | None) -> None:
+    def _set_attrs(self, path: str, *, commit_first: bool = True, **attrs: int | None) -> None:
         p = rel(path)
         author = self._author()
         with self._mutex:
-            # Buffered content first, so the attribute lands on the committed file and a
-            # later commit cannot move the mtime again.
-            self._commit(p)
+            buf = self._buffers.get(p)
+            if commit_first or (buf is not None and buf.base_rev == 0):
+                # Buffered content first: a file created here must exist in the store,
+                # and a later commit must not move the mtime set here.
+                self._commit(p)
             self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs), (p,))
 
     @op
     def chmod(self, path: str, mode: int) -> int:
-        self._set_attrs(path, mode=mode & 0o7777)
+        p = rel(path)
+        with self._mutex:
+            buf = self._buffers.get(p)
+            if buf is not None and buf.base_rev == 0:
+                # Created here and not committed yet (the temp-file-then-rename pattern
+                # chmods right after O_EXCL): the mode goes into the one commit to come,
+                # instead of an empty revision plus an attribute change now.
+                with self._meta.changing((p,)):
+                    buf.mode = mode & 0o7777
+                return 0
+        # The content does not depend on the mode: a pending write need not commit now.
+        self._set_attrs(path, commit_first=False, mode=mode & 0o7777)
         return 0
 
     @op

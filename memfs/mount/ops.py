@@ -238,6 +238,10 @@ class MemfsOperations(NamespaceOps):
         hit = self._meta.listing(p)
         if hit is not None:
             return hit
+        # Uncommitted files first, the store second: a file committed in between is
+        # then in the store's answer. (The other order loses it from this listing.)
+        with self._mutex:
+            pending = [b.path.rsplit("/", 1)[-1] for b in self._buffers.pending_children(p)]
         names = [(".", stat.S_IFDIR), ("..", stat.S_IFDIR)]
         seen: set[str] = set()
         entries = self.store.listdir(p)
@@ -246,11 +250,7 @@ class MemfsOperations(NamespaceOps):
             seen.add(entry.name)
         # The lookups that follow a listing (ls -l, find, grep) are then free.
         self._meta.put_entries(gen, entries)
-        with self._mutex:
-            for buf in self._buffers.pending_children(p):
-                name = buf.path.rsplit("/", 1)[-1]
-                if name not in seen:
-                    names.append((name, stat.S_IFREG))
+        names.extend((name, stat.S_IFREG) for name in pending if name not in seen)
         listing = Listing(names)
         self._meta.put_listing(gen, p, listing)
         return listing
