@@ -305,6 +305,21 @@ def test_parallel_writers_and_readers(mnt: Mount, store: Store) -> None:
             assert store.read(f"w{n}/f{i}")[0] == expected
 
 
+def test_temp_file_pattern_makes_one_revision_with_its_mode(mnt: Mount, store: Store) -> None:
+    fd = os.open(mnt.path / ".tmp-x", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o640)
+        os.write(fd, b"final content")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(mnt.path / ".tmp-x", mnt.path / "x.md")
+    history = store.history("x.md")
+    assert [r.size for r in history] == [len(b"final content")]
+    assert store.stat("x.md").mode == 0o640
+    assert stat.S_IMODE(os.stat(mnt.path / "x.md").st_mode) == 0o640
+
+
 def test_author_is_the_writing_program(mnt: Mount, store: Store) -> None:
     code = (
         "import os, sys\n"
