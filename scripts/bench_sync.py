@@ -166,7 +166,7 @@ def main() -> None:
         seed = open_store(url)
         for i in range(args.tree):
             seed.write(f"tree/d{i // 100:03}/f{i}.md", b"x" * 500, author="bench", parents=True)
-        seed.write("ready.md", b"ready", author="bench")  # written last, pulled last
+        seed.write("zz-ready.md", b"ready", author="bench")  # sorts last: pulled last
         seed.close()
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -175,7 +175,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            wait(lambda: (root / "ready.md").exists(), 300, "the mirror's first pass")
+            wait(lambda: (root / "zz-ready.md").exists(), 300, "the mirror's first pass")
             if args.tree:
                 first = time.perf_counter() - started
                 print(f"first pass filling DIR with {args.tree} files: {first:.2f} s")

@@ -25,8 +25,8 @@ host) changes the store. The mirror keeps both equal:
 - Deletions in the store are applied in DIR (checked against the synced hash first); a
   store whose feed is behind the recorded ``last_seq`` at start (re-created or restored
   from a backup) is merged afresh instead, so its missing files are not deletions.
-- The sync state (:mod:`memfs.sync.state`) is kept outside DIR and saved at most every
-  100 ms and on stop; restarting after a kill re-scans both sides and converges: equal
+- The sync state (:mod:`memfs.sync.state`) is kept outside DIR and saved at most once a
+  second and on stop; restarting after a kill re-scans both sides and converges: equal
   content on both sides is simply recorded, and a store head written by this mirror
   (its author) counts as a base DIR may have moved on from, not as a remote edit.
 - Stopping (``stop()``, SIGTERM, Ctrl-C) flushes pending paths and rescans DIR once, so
@@ -63,7 +63,9 @@ __all__ = ["Mirror"]
 
 log = logging.getLogger("memfs.sync")
 
-SAVE_EVERY = 0.1
+# The state may lag the work (replay is idempotent), so it is saved at most once a
+# second while busy: each save rewrites the whole record with an fsync.
+SAVE_EVERY = 1.0
 ONCE_DEADLINE = 30.0  # a --once pass gives up on files that never stop changing
 
 
