@@ -7,7 +7,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memfs.errors import StoreError
@@ -41,6 +41,10 @@ def disk_files(root: Path) -> dict[str, bytes]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )  # each example is a real store and two real sync passes
 @given(initial=st.sets(st.sampled_from(NAMES)), steps=ops)
+# Found by this test: the store turned an unchanged local file into a directory.
+@example(
+    initial={"a.md", "k"}, steps=[("remote", "delete", "k", 0), ("remote", "write", "k/x.md", 0)]
+)
 def test_one_pass_converges_and_keeps_every_edit(
     initial: set[str], steps: list[tuple[str, str, str, int]]
 ) -> None:

@@ -282,3 +282,23 @@ def test_a_busy_store_delays_an_edit_but_does_not_stop_the_mirror(
         wait_for(lambda: sync_rig.disk_has("after.md", b"still following the feed"))
     finally:
         mirror.stop()
+
+
+def test_pushes_whose_state_save_was_lost_are_not_conflicts(sync_rig: SyncRig) -> None:
+    """A kill after a push but before the state save: the store's head is the mirror's
+    own, so the person's newer edits are pushed over it, not filed as conflicts."""
+    sync_rig.store.write("old.md", b"v1", author=AGENT)
+    sync_rig.once()
+    stale = sync_rig.state_path.read_bytes()  # the state before the pushes below
+    sync_rig.start()
+    sync_rig.write("old.md", "v2")
+    sync_rig.write("new.md", "created")
+    wait_for(
+        lambda: sync_rig.remote_has("old.md", b"v2") and sync_rig.remote_has("new.md", b"created")
+    )
+    sync_rig.stop()
+    sync_rig.state_path.write_bytes(stale)  # as if the saves after the pushes were lost
+    sync_rig.write("old.md", "v3")
+    sync_rig.write("new.md", "edited")
+    sync_rig.once()
+    assert sync_rig.remote() == sync_rig.disk() == {"old.md": b"v3", "new.md": b"edited"}

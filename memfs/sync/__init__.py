@@ -176,6 +176,7 @@ class Mirror:
                 )  # fmt: skip
                 self.state.entries.clear()
                 self.state.last_seq = 0
+                self.state.fresh = True
             self.engine = Engine(
                 self.disk,
                 self.store,
@@ -204,7 +205,8 @@ class Mirror:
         seq = self.store.last_seq()
         self.engine.reconcile((), [""], hash_all=False)
         self.state.last_seq = max(self.state.last_seq, seq)
-        self.engine.dirty = True
+        self.state_file.save(self.state)  # the first pass is the costly one to redo
+        self.engine.dirty = False
         self.ready.set()
         started = last_save = self._next_poll = time.monotonic()
         self._next_rescan = started + self.rescan
@@ -319,6 +321,7 @@ class Mirror:
                     self.root,
                 )
                 self.state.entries.clear()
+                self.engine.trust_own_heads = False
             self.state.dir_id = dir_id
             self.engine.dirty = True
             self._root_missing = False

@@ -51,6 +51,9 @@ class Looker:
     settle_ns: int
     later: dict[str, float]
     again: set[str]
+    # Whether a store head by this mirror may stand in for a missing base (off while the
+    # base is empty for a reason other than a lost save: first run, DIR replaced, ...).
+    trust_own_heads: bool
 
     _warned: set[tuple[str, object]]
 
@@ -136,7 +139,12 @@ class Looker:
             self.again.add(look.path)  # written between the two queries
             raise Skip(look.path)
         look.remote = Version.file(head.sha256)
-        look.ours = head.author == self.author and base is not None and base.kind == "file"
+        if head.author == self.author:
+            # Written by this mirror, so it came from DIR. With a base, DIR has moved on
+            # from it; with none (a create whose save a kill lost), only if DIR has a
+            # file there: a missing one must come back, never be deleted on this guess.
+            local_file = look.local is not None and look.local.kind == "file"
+            look.ours = base.kind == "file" if base else local_file and self.trust_own_heads
 
     def _read_remote(self, look: Look) -> None:
         try:

@@ -61,6 +61,7 @@ class Engine(Looker):
         self._missing_since: dict[str, float] = {}
         self._last_new_missing = 0.0
         self._warned: set[tuple[str, object]] = set()
+        self.trust_own_heads = not state.fresh
 
     # --- entry point ----------------------------------------------------------------
     def reconcile(
@@ -273,8 +274,11 @@ class Engine(Looker):
         assert entry is not None and look.remote is not None
         if look.remote.kind == "dir":
             if look.local is not None and look.local.kind == "file":
-                self._conflict(look)
-                return
+                # Pulled only if the file is unchanged: it may go, if still as it was.
+                assert look.local.sha256 is not None
+                if not self.disk.remove(path, look.local.sha256):
+                    self.again.add(path)
+                    return
             self.disk.makedirs(path)
             look.local, look.local_st = Version.dir(), self.disk.lstat(path)
             self._record(look)

@@ -65,6 +65,7 @@ class SyncState:
     dir_id: tuple[int, int] | None = None  # (st_dev, st_ino) of DIR at the last sync
     last_seq: int = 0
     entries: dict[str, Record] = field(default_factory=dict)
+    fresh: bool = False  # no saved record was used (first run, or a damaged one)
 
     def files(self) -> int:
         return sum(1 for r in self.entries.values() if r.kind == "file")
@@ -150,7 +151,7 @@ class StateFile:
         try:
             raw = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return SyncState(dir=str(dir), store_url=store_url)
+            return SyncState(dir=str(dir), store_url=store_url, fresh=True)
         except OSError as e:
             raise SyncError(f"cannot read the sync state {self.path}: {e.strerror}") from e
         try:
@@ -163,7 +164,7 @@ class StateFile:
             log.warning(
                 "the sync state %s is damaged (%s); kept as .damaged, merging afresh", self.path, e
             )
-            return SyncState(dir=str(dir), store_url=store_url)
+            return SyncState(dir=str(dir), store_url=store_url, fresh=True)
         return state
 
     def save(self, state: SyncState) -> None:
