@@ -12,24 +12,18 @@ from tests.fixtures.model_server import ModelServer, memory, reply, text
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "<!-- example: tool-runner -->"
-# README.md once the agent section is merged into it; until then the section's own page.
-SOURCES = (REPO / "README.md", REPO / "docs" / "agent.md")
+README = REPO / "README.md"
 
 
 def example_code() -> tuple[Path, str]:
-    """The first ```python block after the marker line, from the first file that has it."""
-    for source in SOURCES:
-        if not source.exists():
-            continue
-        lines = source.read_text(encoding="utf-8").splitlines()
-        if MARKER not in (line.strip() for line in lines):
-            continue
-        start = [line.strip() for line in lines].index(MARKER)
-        rest = lines[start + 1 :]
-        opening = next(i for i, line in enumerate(rest) if line.strip() == "```python")
-        closing = next(i for i, line in enumerate(rest) if i > opening and line.strip() == "```")
-        return source, "\n".join(rest[opening + 1 : closing]) + "\n"
-    raise AssertionError(f"no {MARKER} section in {', '.join(str(s) for s in SOURCES)}")
+    """The first ```python block after the marker line in the README."""
+    lines = [line.strip() for line in README.read_text(encoding="utf-8").splitlines()]
+    assert MARKER in lines, f"README.md has no {MARKER} line before the example"
+    rest = lines[lines.index(MARKER) + 1 :]
+    raw = README.read_text(encoding="utf-8").splitlines()[lines.index(MARKER) + 1 :]
+    opening = rest.index("```python")
+    closing = next(i for i, line in enumerate(rest) if i > opening and line == "```")
+    return README, "\n".join(raw[opening + 1 : closing]) + "\n"
 
 
 def test_example_is_short() -> None:
