@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from memfs.cli import main
 from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
+from memfs.store import open_store
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
@@ -111,6 +112,24 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli: Cli)
     assert state.records() == []
     assert list(mp.iterdir()) == []  # the content lives in the store, not under the mount
     assert cli("status").stdout == "No memfs mounts.\n"
+
+
+def test_commit_on_close_makes_close_the_commit(tmp_path: Path, cli: Cli) -> None:
+    mp = tmp_path / "memories"
+    db = tmp_path / "s.db"
+    done = cli("mount", str(mp), "--store", sqlite_url(db), "--commit-on-close")
+    assert done.returncode == 0, done.stderr
+    store = open_store(sqlite_url(db))
+    try:
+        for i in range(5):
+            # No fsync: only the close can have committed it, well inside the 0.1 s
+            # quiet period that would commit it otherwise.
+            with open(mp / f"n{i}.md", "w") as f:
+                f.write(f"note {i}\n")
+            assert store.read(f"n{i}.md")[0] == f"note {i}\n".encode()
+    finally:
+        store.close()
+    assert cli("umount", str(mp)).returncode == 0
 
 
 def test_foreground_mount_stops_on_ctrl_c(tmp_path: Path, cli: Cli, memfs_state_dir: Path) -> None:

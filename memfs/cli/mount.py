@@ -9,6 +9,7 @@ import click
 
 from memfs.errors import MemfsError
 from memfs.mount import daemon, state
+from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 
 
@@ -39,11 +40,24 @@ def _mounted_message(record: MountRecord) -> str:
 )
 @click.option("--foreground", is_flag=True, help="Serve in this process until Ctrl-C.")
 @click.option("--debug", is_flag=True, help="Log every FUSE request (to the log, or stderr).")
-def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debug: bool) -> None:
+@click.option(
+    "--commit-on-close",
+    is_flag=True,
+    help="Commit a file's writes when it is closed, not only on fsync or after 0.1 s "
+    "without writes (slower: every close reaches the daemon).",
+)
+def mount(
+    mountpoint: Path | None,
+    store_url: str | None,
+    foreground: bool,
+    debug: bool,
+    commit_on_close: bool,
+) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
     MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories.
     """
+    options = MountOptions(commit_on_close=True) if commit_on_close else None
     try:
         if store_url is None:
             from memfs.store import default_url
@@ -56,6 +70,7 @@ def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debu
                 store_url,
                 foreground=True,
                 debug=debug,
+                options=options,
                 on_note=_note,
                 on_ready=lambda record: click.echo(
                     _mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:")
@@ -63,7 +78,7 @@ def mount(mountpoint: Path | None, store_url: str | None, foreground: bool, debu
             )
             click.echo(f"Unmounted {state.normalize(target)}.")
             return
-        record = daemon.start(target, store_url, debug=debug, on_note=_note)
+        record = daemon.start(target, store_url, debug=debug, options=options, on_note=_note)
     except MemfsError as exc:
         raise _fail(exc) from exc
     click.echo(_mounted_message(record))
