@@ -9,9 +9,11 @@ exactly as the model sent it (every string echoes that) and the gate's
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import os
 import stat
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
@@ -79,36 +81,27 @@ class Commands:
 
     def view(self, raw: str, path: MemPath, view_range: object) -> Result:
         missing = strings.view_missing(raw)
-        try:
-            with self.tree.directory(path.parent) as parent:
-                if path.is_root:
-                    if view_range is not None:
-                        raise Refused(strings.view_range_not_text(raw))
-                    return _ok(self._listing(raw, parent, lstat_at(parent, ".")))
-                st = self.tree.entry(parent, path)
-                if st is None:
-                    raise Refused(missing)
-                if stat.S_ISDIR(st.st_mode):
-                    if view_range is not None:
-                        raise Refused(strings.view_range_not_text(raw))
-                    with self.tree.subdir(parent, path.name) as fd:
-                        if fd is None:
-                            raise Refused(missing)
-                        return _ok(self._listing(raw, fd, lstat_at(fd, ".")))
-                if not stat.S_ISREG(st.st_mode):
-                    raise Refused(strings.not_regular(raw))
-                media_type = _image_type(path)
-                if media_type is not None:
-                    return self._image(raw, parent, path, st, media_type, view_range)
-                return _ok(self._file(raw, self.tree.read(parent, path), view_range))
-        except (NotFound, NotADirectory, IsADirectory):
-            raise Refused(missing) from None
-        except SymlinkRefused as exc:
-            raise Refused(strings.through_symlink(raw, exc.path)) from None
-        except NotRegular:
-            raise Refused(strings.not_regular(raw)) from None
-        except TooBigToRead as exc:
-            raise Refused(strings.too_large_to_read(raw, exc.size, READ_LIMIT)) from None
+        with _refusing(raw, missing), self.tree.directory(path.parent) as parent:
+            if path.is_root:
+                if view_range is not None:
+                    raise Refused(strings.view_range_not_text(raw))
+                return _ok(self._listing(raw, parent, lstat_at(parent, ".")))
+            st = self.tree.entry(parent, path)
+            if st is None:
+                raise Refused(missing)
+            if stat.S_ISDIR(st.st_mode):
+                if view_range is not None:
+                    raise Refused(strings.view_range_not_text(raw))
+                with self.tree.subdir(parent, path.name) as fd:
+                    if fd is None:
+                        raise Refused(missing)
+                    return _ok(self._listing(raw, fd, lstat_at(fd, ".")))
+            if not stat.S_ISREG(st.st_mode):
+                raise Refused(strings.not_regular(raw))
+            media_type = _image_type(path)
+            if media_type is not None:
+                return self._image(raw, parent, path, st, media_type, view_range)
+            return _ok(self._file(raw, self.tree.read(parent, path), view_range))
 
     def _listing(self, raw: str, fd: int, st: os.stat_result | None) -> str:
         base = raw[:-1] if raw.endswith("/") else raw
@@ -239,19 +232,8 @@ class Commands:
     def _edit(self, raw: str, path: MemPath, missing: str, change: Any) -> None:
         if path.is_root:
             raise Refused(missing)
-        try:
-            with self.tree.directory(path.parent) as parent:
-                self.tree.edit(parent, path, change)
-        except (NotFound, NotADirectory, IsADirectory):
-            raise Refused(missing) from None
-        except SymlinkRefused as exc:
-            raise Refused(strings.through_symlink(raw, exc.path)) from None
-        except NotRegular:
-            raise Refused(strings.not_regular(raw)) from None
-        except TooBigToRead as exc:
-            raise Refused(strings.too_large_to_read(raw, exc.size, READ_LIMIT)) from None
-        except Conflict:
-            raise Refused(strings.kept_changing(raw, EDIT_TRIES)) from None
+        with _refusing(raw, missing), self.tree.directory(path.parent) as parent:
+            self.tree.edit(parent, path, change)
 
     def _encode_capped(self, raw: str, new_text: str) -> bytes:
         data = new_text.encode("utf-8")
@@ -345,6 +327,24 @@ class Commands:
             raise Refused(strings.not_a_directory(raw_new, exc.path)) from None
         except SymlinkRefused as exc:
             raise Refused(strings.through_symlink(raw_new, exc.path)) from None
+
+
+@contextlib.contextmanager
+def _refusing(raw: str, missing: str) -> Iterator[None]:
+    """Turn the tree's errors while reading or editing the file ``raw`` into the model's
+    strings; anything missing on the way (or of the wrong kind) reads as ``missing``."""
+    try:
+        yield
+    except (NotFound, NotADirectory, IsADirectory):
+        raise Refused(missing) from None
+    except SymlinkRefused as exc:
+        raise Refused(strings.through_symlink(raw, exc.path)) from None
+    except NotRegular:
+        raise Refused(strings.not_regular(raw)) from None
+    except TooBigToRead as exc:
+        raise Refused(strings.too_large_to_read(raw, exc.size, READ_LIMIT)) from None
+    except Conflict:
+        raise Refused(strings.kept_changing(raw, EDIT_TRIES)) from None
 
 
 def _check_range(view_range: object, n: int) -> tuple[int, int, int]:
