@@ -2,9 +2,11 @@
 
     .venv/bin/python scripts/bench_store.py [--url URL] [--files 1000] [--threads 4] [--scale 1]
 
-For each of stat, read, write and listdir it prints the median ops/s of 5 rounds for the
-store and for the same operation on a temporary directory (``os.stat``, open+read,
-write-to-temp+rename, ``scandir`` with a stat per entry), and the ratio. Plain writes
+For each of stat, read, write, rename, atomic save and listdir it prints the median
+ops/s of 5 rounds for the store and for the same operation on a temporary directory
+(``os.stat``, open+read, write-to-temp+rename, ``os.rename`` to another name and back
+on the next call, write a temp file + rename it over the file, ``scandir`` with a stat
+per entry), and the ratio. Plain writes
 are not fsynced, like the SQLite store's default ``synchronous=normal`` commits.
 
 With ``--threads N`` it also compares N threads calling ``stat`` through the store (one
@@ -65,6 +67,25 @@ def plain_listdir(directory: Path) -> list[os.stat_result]:
         return [entry.stat(follow_symlinks=False) for entry in sorted(it, key=lambda e: e.name)]
 
 
+def toggler(rename: Callable[[str, str], object], order: list[str]) -> Callable[[int], object]:
+    """An op renaming ``order[i]`` to a ``.moved`` name, or back if it is there already."""
+    names = {p: p for p in order}
+
+    def op(i: int) -> object:
+        path = order[i]
+        new = path + ".moved" if names[path] == path else path
+        result = rename(names[path], new)
+        names[path] = new
+        return result
+
+    return op
+
+
+def store_save(store: Store, path: str, data: bytes) -> None:
+    store.write(path + ".tmp", data, author="bench")
+    store.rename(path + ".tmp", path, author="bench", overwrite=True)
+
+
 def compare(store: Store, plain: Path, paths: list[str], dirs: int, scale: float) -> None:
     rng = random.Random(7)
 
@@ -85,6 +106,18 @@ def compare(store: Store, plain: Path, paths: list[str], dirs: int, scale: float
             "write 1 KiB",
             n(300),
             lambda i: store.write(order[i], body, author="bench"),
+            lambda i: plain_write(plain, order[i], body),
+        ),
+        (
+            "rename",
+            n(300),
+            toggler(lambda a, b: store.rename(a, b, author="bench"), order),
+            toggler(lambda a, b: os.rename(plain / a, plain / b), order),
+        ),
+        (
+            "atomic save 1 KiB",
+            n(300),
+            lambda i: store_save(store, order[i], body),
             lambda i: plain_write(plain, order[i], body),
         ),
         (
@@ -141,7 +174,11 @@ def compare_threads(db_path: str, paths: list[str], threads: int, scale: float) 
         "SELECT path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
         " FROM entries WHERE path = ?"
     )
-    read_sql = "SELECT r.content FROM entries e JOIN revisions r ON r.rev = e.rev WHERE e.path = ?"
+    read_sql = (
+        "SELECT b.content FROM entries e JOIN revisions r ON r.path = e.path AND r.rev = e.rev"
+        " JOIN blob_refs br ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
+        " WHERE e.path = ?"
+    )
 
     def own() -> sqlite3.Connection:
         db = getattr(local, "db", None)

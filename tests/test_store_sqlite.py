@@ -344,22 +344,23 @@ def test_pending_migrations_run_in_order_in_one_transaction(
         db.execute("CREATE TABLE half (x)")
         db.execute("INSERT INTO missing_table VALUES (1)")  # fails: nothing may remain
 
-    v1 = sqlite_schema.MIGRATIONS[0]
-    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [v1, add_notes, half_then_fail])
-    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 3)
+    current = list(sqlite_schema.MIGRATIONS)
+    n = len(current)
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [*current, add_notes, half_then_fail])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", n + 2)
     with pytest.raises(StoreUnavailable, match="missing_table"):
         open_store(str(path))
-    assert pragma(path, "user_version") == 1
+    assert pragma(path, "user_version") == n
     db = sqlite3.connect(path)
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     db.close()
     assert "notes" not in tables and "half" not in tables
 
-    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [v1, add_notes])
-    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [*current, add_notes])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", n + 1)
     with open_store(str(path)) as store:
         assert store.read("keep")[0] == b"kept"
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == n + 1
 
 
 def test_the_benchmark_script_runs(tmp_path: Path) -> None:
@@ -374,7 +375,8 @@ def test_the_benchmark_script_runs(tmp_path: Path) -> None:
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr
-    for operation in ("stat", "read 1 KiB", "write 1 KiB", "listdir", "stat query"):
+    operations = ("stat", "read 1 KiB", "write 1 KiB", "rename", "atomic save", "listdir")
+    for operation in (*operations, "stat query"):
         line = next(x for x in result.stdout.splitlines() if x.startswith(operation))
         assert float(line.split()[-1]) > 0
     assert list(tmp_path.iterdir()) == []  # its temporary directory is gone

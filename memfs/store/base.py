@@ -5,12 +5,13 @@ root, ``"notes/todo.md"`` a file; every name in them satisfies
 :func:`memfs.paths.name_problem` (backends check this on every mutation, so nothing a
 person makes through the mount is unreachable for the model).
 
-Invariants (the shared contract suite in ``tests/store_contract.py`` checks each one):
+Invariants (the shared contract suite in ``tests/store_contract/`` checks each one):
 
 1. **Atomic mutations.** Every mutating call is one transaction: it happens entirely or
    not at all, and a concurrent reader (this process, another process, another host)
    sees the tree before or after it, never in between.
-2. **Revisions.** Every write of a file's content creates a new revision with a number
+2. **Revisions.** Every write of a file's content (and every arrival of a file by
+   rename, invariant 6) creates a new revision with a number
    greater than every earlier revision of any file in the store, the author, the time,
    the size and the SHA-256. ``write(expected_rev=r)`` succeeds only while ``r`` is the
    file's current revision (``0`` means "must not exist yet"), else raises
@@ -31,19 +32,48 @@ Invariants (the shared contract suite in ``tests/store_contract.py`` checks each
    (``path`` the new name, ``old_path`` the old) for the moved entry, whose whole
    subtree moved with it, and a destination it replaced is implied, not recorded.
    A refused mutation appends nothing.
-6. **Symlinks are data.** A symlink is stored with its target text and never resolved by
+6. **History belongs to paths.** Every revision records the path it was made at, and
+   ``history(path)`` returns the retained revisions made at that path, newest first,
+   whatever file they belonged to, so no save pattern loses a file's history:
+
+   - a file arriving at a path by ``rename`` (plain or overwriting, and every file of a
+     renamed directory) gives the destination one new *arrival* revision: the same
+     content (stored once, not copied), the renamer as author, a new revision number.
+     The moved file's ``Entry.rev`` becomes the arrival's number, so a file's
+     ``Entry.rev`` is always the newest revision of its path and
+     ``write(expected_rev=store.stat(p).rev)`` works right after a rename;
+   - the destination's earlier revisions stay: an atomic save (write a temp file, rename
+     it over ``f``) leaves ``f``'s history as before plus one revision, and so do
+     JetBrains' (``f`` to ``f___jb_old___``, temp to ``f``) and emacs/vim's backup
+     saves (``f`` to ``f~``, write a new ``f``);
+   - a path that stops being a file (deleted, replaced by a non-file, renamed away)
+     keeps a *tombstoned* history: readable with ``history`` and ``read_revision`` though
+     nothing is there. A deleted path keeps only its last revision; a renamed-away one
+     keeps all of them for a short grace period first (the backend's; long enough for
+     any save to bring the name back), then only the last. Either way the last one goes
+     ``deleted_history_days`` (a backend option, default 30) after the path went.
+     A path that becomes a file again continues its history;
+   - a live path keeps its current revision plus the ``history`` option's number of
+     previous ones. Retention is decided when reading, so what ``history`` shows never
+     depends on when a backend physically removes rows (lazily, in bounded batches).
+
+7. **Symlinks are data.** A symlink is stored with its target text and never resolved by
    the store; it exists so that tools that make them (emacs lock files, git probes) work
    on the mount. ``read``, ``truncate``, ``history`` and ``read_revision`` of a symlink
    raise NotFound; ``write`` onto one raises AlreadyExists.
 
 Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
 except programming errors.
+
+Every time a store records or judges (revision times, the retention of deleted paths)
+comes from its ``clock`` attribute, a callable returning nanoseconds since the epoch
+(``time.time_ns`` by default); tests replace it to see retention days pass at once.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,7 +94,9 @@ class Entry:
     mode: int  # permission bits only (no file-type bits)
     mtime_ns: int
     ctime_ns: int
-    rev: int  # current content revision for files; the creating revision for others
+    # Files: the current content revision, always the newest revision of the path (a
+    # rename makes a new arrival revision). Others: the creating revision.
+    rev: int
     uid: int | None = None  # None: the mount shows the mounting user
     gid: int | None = None
     target: str | None = None  # symlinks only
@@ -84,7 +116,8 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Revision:
-    """One committed version of a file's content."""
+    """One committed version of a file's content, made at ``path`` (by a write, a
+    truncate, or a rename arriving there)."""
 
     path: str
     rev: int
@@ -118,6 +151,7 @@ class Store(abc.ABC):
     """A memory tree with revisions and a change feed. See the module invariants."""
 
     url: str
+    clock: Callable[[], int]
 
     # --- reading -----------------------------------------------------------------
     @abc.abstractmethod
@@ -208,17 +242,20 @@ class Store(abc.ABC):
     # --- history and change feed -------------------------------------------------------
     @abc.abstractmethod
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
-        """Retained revisions of file ``path``, newest first.
+        """Retained revisions made at ``path``, newest first (invariant 6).
 
-        A store keeps the current revision plus its ``history`` option's number of
-        previous ones (0: only the current). Revisions belong to the file, not the
-        name: a renamed file keeps them, a deleted file loses them (the change feed
-        still records the delete), so a file created again starts a new history.
+        For a live file: its current revision (the first) plus up to the ``history``
+        option's number of previous ones (0: only the current), including revisions of
+        files that were there before it and arrivals by rename. For a path where no
+        file is now: its tombstoned history. IsADirectory for a directory, NotFound for
+        a symlink or a path with no retained revision.
         """
 
     @abc.abstractmethod
     def read_revision(self, path: str, rev: int) -> bytes:
-        """Content of one retained revision; NotFound if it was never kept or pruned."""
+        """Content of revision ``rev`` of ``path``, for any revision ``history(path)``
+        lists (tombstoned ones included); NotFound if it was never made at ``path`` or
+        is no longer retained."""
 
     @abc.abstractmethod
     def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:

@@ -15,10 +15,11 @@ tree need a server backend (PostgreSQL).
 URL forms and options: :mod:`memfs.store.sqlite_options`; the file format, its checks
 and migrations: :mod:`memfs.store.sqlite_schema`.
 
-History: each file keeps its current revision plus the ``history`` previous ones
-(default 50; 0 keeps only the current content), pruned in the writing transaction.
-Deleting a file deletes its history; the change feed keeps the record of the delete.
-A renamed file keeps its history (revisions belong to the entry, not to the path).
+History belongs to paths (:mod:`memfs.store.sqlite_history`): each file path keeps
+its current revision plus the ``history`` previous ones (default 50; 0 keeps only the
+current content), pruned in the writing transaction; a rename adds an arrival revision
+at the destination; a path that no longer exists keeps its last revision for
+``deleted_history_days`` (default 30).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from memfs.errors import NotADirectory, NotFound
-from memfs.store.base import Change, Entry, Revision, Store, Usage
+from memfs.store.base import Change, Entry, Store, Usage
 from memfs.store.sqlite_conn import COLS, LIST, READ, STAT, need_file, translate
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_writes import SqliteWrites
@@ -103,43 +104,6 @@ class SqliteStore(SqliteWrites, Store):
         # Sorted by path, every entry comes after its parent (a prefix sorts first).
         for row in rows:
             yield Entry(*row)
-
-    def history(self, path: str, limit: int | None = None) -> list[Revision]:
-        entry = self.stat(path)
-        need_file(entry)
-        try:
-            rows = (
-                self._db()
-                .execute(
-                    "SELECT r.rev, r.author, r.time_ns, r.size, r.sha256 FROM revisions r"
-                    " JOIN entries e ON e.id = r.entry_id WHERE e.path = ?"
-                    " ORDER BY r.rev DESC LIMIT ?",
-                    (path, -1 if limit is None else limit),
-                )
-                .fetchall()
-            )
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        return [Revision(path, *row) for row in rows]
-
-    def read_revision(self, path: str, rev: int) -> bytes:
-        entry = self.stat(path)
-        need_file(entry)
-        try:
-            row = (
-                self._db()
-                .execute(
-                    "SELECT r.content FROM revisions r JOIN entries e ON e.id = r.entry_id"
-                    " WHERE e.path = ? AND r.rev = ?",
-                    (path, rev),
-                )
-                .fetchone()
-            )
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        if row is None:
-            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
-        return bytes(row[0])
 
     def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
         try:

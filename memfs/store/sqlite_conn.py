@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,8 +29,9 @@ STAT = f"SELECT {COLS} FROM entries WHERE path = ?"
 LIST = f"SELECT {COLS} FROM entries WHERE parent = ? ORDER BY path"
 READ = (
     "SELECT e.path, e.kind, e.size, e.mode, e.mtime_ns, e.ctime_ns, e.rev, e.uid, e.gid,"
-    " e.target, r.content FROM entries e LEFT JOIN revisions r ON r.rev = e.rev"
-    " AND e.kind = 'file' WHERE e.path = ?"
+    " e.target, b.content FROM entries e LEFT JOIN revisions r ON r.path = e.path"
+    " AND r.rev = e.rev AND e.kind = 'file' LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
+    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = ?"
 )
 LOOKUP = "SELECT id, kind, rev FROM entries WHERE path = ?"
 # Descendants of P are exactly the paths in [P + "/", P + "0"): "0" follows "/" in
@@ -41,10 +43,6 @@ RECORD = (
     "INSERT INTO changes (kind, path, old_path, author, time_ns, rev) VALUES (?, ?, ?, ?, ?, ?)"
 )
 TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
-PRUNE = (
-    "DELETE FROM revisions WHERE entry_id = :id AND rev < (SELECT rev FROM revisions"
-    " WHERE entry_id = :id ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
-)
 
 
 def parent_of(path: str) -> str:
@@ -93,6 +91,9 @@ class SqliteConnections:
         self._conns: set[sqlite3.Connection] = set()
         self._conns_lock = threading.RLock()
         self._closed = False
+        # Every time the store records or judges (revision times, history retention)
+        # comes from here, so tests can move it instead of waiting days.
+        self.clock: Callable[[], int] = time.time_ns
         db = schema.prepare(
             path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
         )

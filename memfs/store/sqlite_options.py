@@ -15,6 +15,8 @@ Options (URL query or keyword arguments to ``open_store``):
 - ``max_file_bytes``: largest file content accepted (default 64 MiB) -> TooLarge;
 - ``history``: previous revisions kept per file besides the current one (default 50;
   0 keeps only the current content);
+- ``deleted_history_days``: how long the last revision of a path that no longer
+  exists stays readable (default 30; 0 keeps none);
 - ``busy_timeout``: seconds a writer waits for another process's lock (default 5);
 - ``synchronous``: ``normal`` (default: commits survive a killed process) or ``full``
   (commits survive a power loss too, at the price of an fsync per write).
@@ -33,12 +35,14 @@ from memfs.errors import StoreUnavailable
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_HISTORY = 50
 DEFAULT_BUSY_TIMEOUT = 5.0
+DEFAULT_DELETED_HISTORY_DAYS = 30
 
 
 @dataclass(frozen=True, slots=True)
 class SqliteOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     history: int = DEFAULT_HISTORY
+    deleted_history_days: int = DEFAULT_DELETED_HISTORY_DAYS
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     synchronous: str = "normal"
 
@@ -87,7 +91,7 @@ def _seconds(name: str, value: object) -> float:
 
 def parse_options(options: Mapping[str, object]) -> SqliteOptions:
     """Validate ``options`` (strings from a URL query or typed keyword values)."""
-    known = {"max_file_bytes", "history", "busy_timeout", "synchronous"}
+    known = {"max_file_bytes", "history", "deleted_history_days", "busy_timeout", "synchronous"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise StoreUnavailable(
@@ -98,6 +102,9 @@ def parse_options(options: Mapping[str, object]) -> SqliteOptions:
         values["max_file_bytes"] = _whole("max_file_bytes", options["max_file_bytes"], 1)
     if "history" in options:
         values["history"] = _whole("history", options["history"], 0)
+    if "deleted_history_days" in options:
+        days = _whole("deleted_history_days", options["deleted_history_days"], 0)
+        values["deleted_history_days"] = days
     if "busy_timeout" in options:
         values["busy_timeout"] = _seconds("busy_timeout", options["busy_timeout"])
     if "synchronous" in options:

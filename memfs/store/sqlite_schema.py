@@ -93,8 +93,70 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    # History belongs to paths, not entries (memfs.store.sqlite_history): a revision
+    # records the path it was made at, so atomic saves (rename over the file) keep it.
+    # Content moves to blobs, one row per SHA-256, so a rename's arrival revision and
+    # repeated contents cost no copy; blob_refs maps a SHA-256 to its blob and counts the
+    # revisions using it, kept apart from the (large) content so counting rewrites a
+    # small row. Revisions are keyed by (path, rev): every lookup names the path, and one
+    # b-tree instead of a table plus an index keeps each commit's page count low.
+    # Each existing revision takes its entry's current path: under schema 1 a renamed
+    # file's history followed it there.
+    db.execute("CREATE TABLE blobs (id INTEGER PRIMARY KEY, content BLOB NOT NULL)")
+    db.execute(
+        "CREATE TABLE blob_refs (sha256 TEXT PRIMARY KEY, blob_id INTEGER NOT NULL,"
+        " refs INTEGER NOT NULL) WITHOUT ROWID"
+    )
+    db.execute(
+        """CREATE TABLE revisions_v2 (
+            path TEXT NOT NULL,
+            rev INTEGER NOT NULL,
+            author TEXT NOT NULL,
+            time_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            PRIMARY KEY (path, rev)
+        ) WITHOUT ROWID"""
+    )
+    rows = db.execute(
+        "SELECT e.path, r.rev, r.author, r.time_ns, r.size, r.sha256, r.content"
+        " FROM revisions r JOIN entries e ON e.id = r.entry_id"
+    )
+    for path, rev, author, time_ns, size, sha, content in rows:
+        found = db.execute("SELECT 1 FROM blob_refs WHERE sha256 = ?", (sha,)).fetchone()
+        if found is None:
+            blob = db.execute("INSERT INTO blobs (content) VALUES (?)", (content,)).lastrowid
+            db.execute("INSERT INTO blob_refs VALUES (?, ?, 0)", (sha, blob))
+        db.execute("UPDATE blob_refs SET refs = refs + 1 WHERE sha256 = ?", (sha,))
+        db.execute(
+            "INSERT INTO revisions_v2 VALUES (?, ?, ?, ?, ?, ?)",
+            (path, rev, author, time_ns, size, sha),
+        )
+    db.execute("DROP TABLE revisions")
+    db.execute("ALTER TABLE revisions_v2 RENAME TO revisions")
+    db.execute(
+        "CREATE TRIGGER revision_added AFTER INSERT ON revisions BEGIN"
+        " UPDATE blob_refs SET refs = refs + 1 WHERE sha256 = NEW.sha256; END"
+    )
+    db.execute(
+        "CREATE TRIGGER revision_removed AFTER DELETE ON revisions BEGIN"
+        " UPDATE blob_refs SET refs = refs - 1 WHERE sha256 = OLD.sha256;"
+        " DELETE FROM blobs WHERE id ="
+        " (SELECT blob_id FROM blob_refs WHERE sha256 = OLD.sha256 AND refs = 0);"
+        " DELETE FROM blob_refs WHERE sha256 = OLD.sha256 AND refs = 0; END"
+    )
+    # Paths that no longer exist but keep a tombstoned history; due_ns is when the lazy
+    # sweep next has rows to remove there (one index serves both kinds of removal).
+    db.execute(
+        "CREATE TABLE gone (path TEXT PRIMARY KEY, deleted_ns INTEGER NOT NULL,"
+        " trim_ns INTEGER, due_ns INTEGER NOT NULL) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX gone_by_due ON gone (due_ns)")
+
+
 # MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1]
+MIGRATIONS: list[Migration] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FileState = Literal["new", "empty", "ours"]

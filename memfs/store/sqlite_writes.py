@@ -6,9 +6,7 @@ appends its change records in the same transaction (see :mod:`memfs.store.base`)
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-import time
 
 from memfs.errors import (
     AlreadyExists,
@@ -25,19 +23,18 @@ from memfs.paths import parse_rel
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.sqlite_conn import (
     LOOKUP,
-    PRUNE,
     READ,
     RECORD,
     STAT,
     SUBTREE,
     TOUCH,
-    SqliteConnections,
     need_file,
     parent_of,
 )
+from memfs.store.sqlite_history import SqliteHistory
 
 
-class SqliteWrites(SqliteConnections):
+class SqliteWrites(SqliteHistory):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -76,16 +73,6 @@ class SqliteWrites(SqliteConnections):
         db.execute(TOUCH, (now, now, parent_of(path)))
         self._record(db, "mkdir", path, author, now, rev=rev)
 
-    def _add_revision(
-        self, db: sqlite3.Connection, entry_id: int, rev: int, data: bytes, author: str, now: int
-    ) -> None:
-        db.execute(
-            "INSERT INTO revisions (rev, entry_id, author, time_ns, size, sha256, content)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (rev, entry_id, author, now, len(data), hashlib.sha256(data).hexdigest(), data),
-        )
-        db.execute(PRUNE, {"id": entry_id, "keep": self.options.history})
-
     def _check_size(self, path: str, size: int) -> None:
         if size > self.options.max_file_bytes:
             raise TooLarge(
@@ -108,7 +95,7 @@ class SqliteWrites(SqliteConnections):
         rel = self._valid(path)
         data = bytes(data)
         self._check_size(rel, len(data))
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -119,6 +106,7 @@ class SqliteWrites(SqliteConnections):
                         path=rel,
                     )
                 self._ensure_parent(db, rel, author, now, parents)
+                self._revive(db, rel, now)
                 rev = self._next_rev(db)
                 file_mode = DEFAULT_FILE_MODE if mode is None else mode & 0o7777
                 entry_id = db.execute(
@@ -150,7 +138,8 @@ class SqliteWrites(SqliteConnections):
                     (len(data), now, now, rev, entry_id),
                 )
                 self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, entry_id, rev, data, author, now)
+            self._add_revision(db, rel, rev, data, author, now)
+            self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
     def mkdir(
@@ -163,7 +152,7 @@ class SqliteWrites(SqliteConnections):
         exist_ok: bool = False,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             row = db.execute(STAT, (rel,)).fetchone()
             if row is not None:
@@ -181,7 +170,7 @@ class SqliteWrites(SqliteConnections):
         size = len(target.encode("utf-8", errors="surrogateescape"))
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is not None:
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -198,7 +187,7 @@ class SqliteWrites(SqliteConnections):
 
     def delete(self, path: str, *, author: str, recursive: bool = False) -> None:
         rel = self._valid(path, what="target")
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -211,6 +200,7 @@ class SqliteWrites(SqliteConnections):
                 raise DirectoryNotEmpty(f"the directory '{rel}' is not empty", path=rel)
             self._remove(db, rel, victims, author, now)
             db.execute(TOUCH, (now, now, parent_of(rel)))
+            self._sweep(db, now)
 
     def _remove(
         self,
@@ -229,10 +219,8 @@ class SqliteWrites(SqliteConnections):
                 for _, path, kind in victims
             ],
         )
-        db.execute(
-            f"DELETE FROM revisions WHERE entry_id IN (SELECT id FROM entries WHERE {SUBTREE})",
-            {"p": top},
-        )
+        files = [path for _, path, kind in victims if kind == "file"]
+        self._tombstone(db, files, now, moved=False)
         db.execute(f"DELETE FROM entries WHERE {SUBTREE}", {"p": top})
 
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
@@ -246,7 +234,7 @@ class SqliteWrites(SqliteConnections):
             return
         if dst.startswith(src + "/"):
             raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             row = db.execute(LOOKUP, (src,)).fetchone()
             if row is None:
@@ -256,6 +244,10 @@ class SqliteWrites(SqliteConnections):
             existing = db.execute(LOOKUP, (dst,)).fetchone()
             if existing is not None:
                 self._replace(db, src, src_kind, dst, existing[1], overwrite, author, now)
+            moved = db.execute(
+                f"SELECT id, path FROM entries WHERE kind = 'file' AND ({SUBTREE})", {"p": src}
+            ).fetchall()
+            self._tombstone(db, [path for _, path in moved], now, moved=True)
             db.execute(
                 "UPDATE entries SET path = :dst || substr(path, :n + 1), parent = CASE"
                 " WHEN path = :p THEN :dparent ELSE :dst || substr(parent, :n + 1) END"
@@ -265,7 +257,10 @@ class SqliteWrites(SqliteConnections):
             db.execute("UPDATE entries SET ctime_ns = ? WHERE path = ?", (now, dst))
             db.execute(TOUCH, (now, now, parent_of(src)))
             db.execute(TOUCH, (now, now, parent_of(dst)))
+            for entry_id, path in moved:
+                self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
             self._record(db, "rename", dst, author, now, old_path=src)
+            self._sweep(db, now)
 
     def _replace(
         self,
@@ -291,8 +286,11 @@ class SqliteWrites(SqliteConnections):
         ).fetchall()
         if len(victims) > 1:
             raise DirectoryNotEmpty(f"the directory '{dst}' is not empty", path=dst)
-        # The rename record that follows says dst was replaced; no separate delete.
-        db.execute("DELETE FROM revisions WHERE entry_id = ?", (victims[0][0],))
+        # The rename record that follows says dst was replaced; no separate delete. The
+        # history of dst stays: an arriving file continues it, anything else leaves it
+        # as a deleted file's.
+        if dst_kind == "file" and src_kind != "file":
+            self._tombstone(db, [dst], now, moved=False)
         db.execute("DELETE FROM entries WHERE id = ?", (victims[0][0],))
 
     def set_attrs(
@@ -306,7 +304,7 @@ class SqliteWrites(SqliteConnections):
         mtime_ns: int | None = None,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
@@ -324,7 +322,7 @@ class SqliteWrites(SqliteConnections):
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
         self._check_size(rel, size)
-        now = time.time_ns()
+        now = self.clock()
         with self._tx() as db:
             row = db.execute(READ, (rel,)).fetchone()
             if row is None:
@@ -339,7 +337,8 @@ class SqliteWrites(SqliteConnections):
                 (size, now, now, rev, entry_id),
             )
             self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, entry_id, rev, data, author, now)
+            self._add_revision(db, rel, rev, data, author, now)
+            self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
     # --- history and change feed ---------------------------------------------------------

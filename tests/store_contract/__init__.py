@@ -1,8 +1,9 @@
 """The contract every store backend keeps: one test per invariant of memfs.store.base.
 
 A backend's test module subclasses :class:`StoreContract` and supplies one fixture,
-``make_store``: a callable taking backend options (at least ``history`` and
-``max_file_bytes``) and returning a new, empty store that the fixture closes at the end.
+``make_store``: a callable taking backend options (at least ``history``,
+``deleted_history_days`` and ``max_file_bytes``) and returning a new, empty store that
+the fixture closes at the end.
 Example (tests/test_store_contract_sqlite.py)::
 
     class TestSqliteContract(StoreContract):
@@ -17,13 +18,14 @@ import pytest
 from memfs.store.base import Store
 from tests.store_contract.common import A, MakeStore, tree
 from tests.store_contract.feed import FeedContract
+from tests.store_contract.history import HistoryContract
 from tests.store_contract.model import ModelContract
 from tests.store_contract.tree import TreeContract
 
 __all__ = ["A", "MakeStore", "StoreContract", "tree"]
 
 
-class StoreContract(TreeContract, FeedContract, ModelContract):
+class StoreContract(TreeContract, FeedContract, HistoryContract, ModelContract):
     @pytest.fixture
     def make_store(self) -> MakeStore:
         raise NotImplementedError("a backend's test module supplies make_store")

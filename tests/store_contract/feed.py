@@ -100,11 +100,13 @@ class FeedContract:
         assert [r.rev for r in store.history("f")] == [last.rev]
         assert store.read("f")[0] == b"v2"
 
-    def test_a_recreated_file_does_not_inherit_old_history(self, store: Store) -> None:
-        store.write("f", b"old", author=A)
+    def test_a_recreated_file_continues_the_paths_history(self, store: Store) -> None:
+        store.write("f", b"older", author=A)
+        old = store.write("f", b"old", author=A)
         store.delete("f", author=A)
         new = store.write("f", b"new", author=A)
-        assert [r.rev for r in store.history("f")] == [new.rev]
+        # The delete trimmed the path to its last revision; the new file continues it.
+        assert [r.rev for r in store.history("f")] == [new.rev, old.rev]
 
     # --- symlinks, attributes, truncate ---------------------------------------------------------
     def test_symlinks_are_stored_not_resolved(self, store: Store) -> None:
