@@ -2,8 +2,9 @@
 
 A revision row records the path it was made at (``revisions.path``); its content lives
 once per SHA-256 in ``blobs``, shared by every row with that content: ``blob_refs``
-counts those rows (triggers on ``revisions``) and the blob is deleted with the last. A file's current content is the row named by
-``entries.rev``, always the newest row of its path.
+counts those rows (triggers on ``revisions``) and the blob is deleted with the last.
+A file's current content is the row named by ``entries.rev``, always the newest row of
+its path.
 
 A path that stops being a file gets a row in ``gone`` (``deleted_ns``; ``trim_ns``: from
 when only its last revision counts, NULL once the older rows are physically gone;
