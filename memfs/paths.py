@@ -18,6 +18,7 @@ turn a stored name into traversal.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -131,6 +132,14 @@ def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be one segment of a memfs path, or ``None`` if it can."""
     if not isinstance(name, str):
         return "a name must be text"
+    return _segment_problem(name)
+
+
+# The full check (decoding, two normalisations) dominated the FUSE daemon's and the
+# handler's per-operation cost; names recur endlessly, and the answer is a pure function
+# of the string.
+@functools.lru_cache(maxsize=65536)
+def _segment_problem(name: str) -> str | None:
     if name == "":
         return "it contains an empty segment ('//')"
     if name in (".", ".."):

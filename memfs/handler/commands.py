@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import os
 import stat
 from collections.abc import Iterator
@@ -57,13 +56,6 @@ def _decode(data: bytes, raw: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Refused(strings.not_utf8(raw, exc.start, data[exc.start])) from None
-
-
-@functools.lru_cache(maxsize=8192)
-def _addressable(name: str) -> bool:
-    # The gate's full check costs more than the rest of a listing; names recur across
-    # views, so it is remembered.
-    return name_problem(name) is None
 
 
 def _image_type(path: MemPath) -> str | None:
@@ -115,7 +107,7 @@ class Commands:
             for name, child in children:
                 # Hidden names, node_modules, and names the gate would refuse (the model
                 # could not address them, and a raw newline would forge listing lines).
-                if name.startswith(".") or name == "node_modules" or not _addressable(name):
+                if name.startswith(".") or name == "node_modules" or name_problem(name) is not None:
                     continue
                 size = strings.human_size(child.st_size)
                 if stat.S_ISDIR(child.st_mode):
