@@ -257,7 +257,7 @@ def test_an_edit_that_keeps_being_overtaken_gives_up_and_writes_nothing(
     )
     assert len(written) == EDIT_TRIES
     assert path.read_text() == "alpha\n" + "".join(f"{line}\n" for line in written)
-    assert not list((tmp_path / "mem").glob(".memfs-tmp-*"))
+    assert not list((tmp_path / "mem").glob(".tmp-memfs-*"))
 
 
 def test_a_file_deleted_during_the_edit_is_reported_missing(
@@ -276,7 +276,7 @@ def test_a_file_deleted_during_the_edit_is_reported_missing(
     )
     assert res == Result("Error: The path /memories/f.md does not exist", True)
     assert not path.exists()
-    assert not list((tmp_path / "mem").glob(".memfs-tmp-*"))
+    assert not list((tmp_path / "mem").glob(".tmp-memfs-*"))
 
 
 def test_parallel_creates_of_one_path_make_exactly_one_winner(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ JPEG = b"\xff\xd8\xff\xe0" + bytes(range(64))
 
 
 def leftovers(root: Path) -> list[str]:
-    return [str(p) for p in root.rglob("*") if p.name.startswith(".memfs-tmp-")]
+    return [str(p) for p in root.rglob("*") if p.name.startswith(".tmp-memfs-")]
 
 
 @pytest.fixture

@@ -121,6 +121,7 @@ def test_wipe_rule(deleted: int, total: int, wipe: bool) -> None:
         "sedAb12Cd",
         ".memfs-sync",
         ".memfs-tmp-abc",
+        ".tmp-memfs-0123456789abcdef",
         ".git",
     ],
 )

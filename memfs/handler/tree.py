@@ -7,8 +7,7 @@ check and a use: each step works on the directory the previous step opened. Call
 what the file system can still do wrong (links, files where directories should be,
 concurrent writers).
 
-Writes never modify a file in place: a hidden ``.memfs-tmp-*`` file (``.tmp-memfs-*``
-where the file system refuses that reserved name, as a memfs mount does) is written,
+Writes never modify a file in place: a hidden ``.tmp-memfs-*`` file is written,
 fsynced and renamed over the target, so a reader sees the old or the new file, never half of
 one. With ``durable=True`` the directory is fsynced after every change too, so the change
 itself (not just its content) survives a power loss; off by default, as it doubles the
@@ -49,11 +48,10 @@ from memfs.paths import MemPath
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
-TEMP_PREFIX = ".memfs-tmp-"
-# A memfs mount refuses the reserved prefix (EINVAL) for every name it is asked to make,
-# its own included; there the temp file gets a hidden name the path gate accepts. O_EXCL
-# and 64 random bits make a clash with a model's file harmless (another name is drawn).
-FALLBACK_TEMP_PREFIX = ".tmp-memfs-"
+# A hidden name the path gate accepts, so a memfs mount (which refuses names the gate
+# refuses, the reserved ``.memfs`` prefix included) takes it like any editor's temp file.
+# O_EXCL and 64 random bits make a clash with a model's file harmless: another is drawn.
+TEMP_PREFIX = ".tmp-memfs-"
 EDIT_TRIES = 20
 # Losing the lock race to another memfs handler is progress, not interference: allow many.
 LOCK_TRIES = 1000
@@ -95,6 +93,18 @@ class Identity(NamedTuple):
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _umask() -> int | None:
+    """The process umask, read without changing it (os.umask can only set it)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _lock(fd: int) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -114,8 +124,6 @@ class Tree:
         # A hook for tests: called inside edit() after the new content is computed and
         # before the re-check, to let a test change the file at exactly that moment.
         self.before_commit: Callable[[], None] | None = None
-        # Devices (st_dev) that refused a TEMP_PREFIX name: memfs mounts.
-        self._no_reserved_names: set[int] = set()
 
     def sync_dir(self, dir_fd: int) -> None:
         """Make a directory's entries durable, when this tree was asked to be."""
@@ -227,24 +235,22 @@ class Tree:
     def _write_temp(
         self, dir_fd: int, data: bytes, mode: int, owner: tuple[int, int] | None
     ) -> str:
-        dev = os.fstat(dir_fd).st_dev
         for _ in range(8):
-            prefix = FALLBACK_TEMP_PREFIX if dev in self._no_reserved_names else TEMP_PREFIX
-            name = prefix + secrets.token_hex(8)
+            name = TEMP_PREFIX + secrets.token_hex(8)
             try:
                 fd = os.open(name, _TEMP_FLAGS, mode, dir_fd=dir_fd)
                 break
             except FileExistsError:
                 continue
-            except OSError as exc:
-                if exc.errno != errno.EINVAL or prefix != TEMP_PREFIX:
-                    raise
-                self._no_reserved_names.add(dev)
         else:
             raise FileExistsError(errno.EEXIST, "no free temporary name", name)
         try:
             try:
-                os.fchmod(fd, mode)  # the umask must not decide a memory file's mode
+                umask = _umask()
+                if umask is None or mode & umask:
+                    # The umask must not decide a memory file's mode. Skipped when it
+                    # cannot have: on a mount every call is a round trip to the daemon.
+                    os.fchmod(fd, mode)
                 if owner is not None and owner != (os.geteuid(), os.getegid()):
                     # Keeping a person's ownership is best effort: only root may give a
                     # file away, and some file systems ignore owners altogether.

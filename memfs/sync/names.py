@@ -33,6 +33,7 @@ _IGNORED = re.compile(
       | \#.*\#                  # emacs autosave: #f#
       | .*___jb_(?:tmp|old)___  # JetBrains safe write: f___jb_tmp___, f___jb_old___
       | \.goutputstream-.*      # gedit / GIO atomic replace
+      | \.tmp-memfs-[0-9a-f]+   # the memory handler's atomic-write temp file
       | sed[A-Za-z0-9]{6}       # sed -i temp file in the same directory
       | \.~lock\..*\#           # LibreOffice lock files
       | \..*\.kate-swp          # kate swap files
