@@ -380,3 +380,12 @@ def test_the_benchmark_script_runs(tmp_path: Path) -> None:
         line = next(x for x in result.stdout.splitlines() if x.startswith(operation))
         assert float(line.split()[-1]) > 0
     assert list(tmp_path.iterdir()) == []  # its temporary directory is gone
+
+
+def test_a_new_store_is_private_and_leaves_no_scaffolding(tmp_path: Path) -> None:
+    db = tmp_path / "deep" / "memory.db"
+    with open_store(str(db)) as store:
+        store.write("a.md", b"private\n", author=A)
+    assert os.stat(db).st_mode & 0o777 == 0o600
+    # The store is built beside its final name and linked into place: nothing else stays.
+    assert sorted(p.name for p in db.parent.iterdir()) == ["memory.db"]

@@ -17,6 +17,7 @@ the first commit on and step 1 can trust the raw bytes even after a crash.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -302,6 +303,8 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreUnavailable(f"cannot create the directory for {path}: {e}") from e
+        if not path.exists():
+            _publish_new(path, busy_timeout=busy_timeout, synchronous=synchronous)
     try:
         db = connect(path, busy_timeout=busy_timeout, synchronous=synchronous)
     except sqlite3.Error as e:
@@ -322,6 +325,34 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
         db.close()
         raise
     return db
+
+
+def _publish_new(path: Path, *, busy_timeout: float, synchronous: str) -> None:
+    """Build a complete store beside ``path`` and link it into place.
+
+    Processes that open a missing store at the same moment (the daemon, the CLI, a
+    mirror) would otherwise see each other's half-written first pages and refuse the
+    file as damaged. link(2) publishes the finished file atomically and never replaces
+    one: whoever loses the race discards its copy and opens the winner's.
+    """
+    temp = path.with_name(f".{path.name}.creating-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        db = connect(temp, busy_timeout=busy_timeout, synchronous=synchronous)
+        try:
+            _migrate(db, temp)
+            db.execute("PRAGMA journal_mode = WAL").fetchone()
+        finally:
+            db.close()  # the last connection checkpoints and removes the temp's WAL
+        os.chmod(temp, 0o600)  # memory is private, like the handler's files
+        with contextlib.suppress(FileExistsError):  # another process won: use its store
+            os.link(temp, path)
+    except sqlite3.Error as e:
+        raise translate(e, path) from e
+    except OSError as e:
+        raise StoreUnavailable(f"cannot create the store {path}: {e.strerror}") from e
+    finally:
+        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def translate(e: sqlite3.Error, path: Path) -> StoreError:
