@@ -15,7 +15,9 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
    greater than every earlier revision of any file in the store, the author, the time,
    the size and the SHA-256. ``write(expected_rev=r)`` succeeds only while ``r`` is the
    file's current revision (``0`` means "must not exist yet"), else raises
-   :class:`~memfs.errors.Conflict` and changes nothing: no lost updates.
+   :class:`~memfs.errors.Conflict` and changes nothing: no lost updates. Likewise
+   ``delete(expected_rev=r)`` deletes only while ``r`` is the entry's ``rev``, so a
+   delete decided on an old revision of a file never removes a newer write.
 3. **No silent overwrite.** ``rename`` refuses an existing destination unless
    ``overwrite=True`` (and then only file over file, or directory over an empty
    directory); a directory is never moved into itself; the root is never deleted or
@@ -210,9 +212,28 @@ class Store(abc.ABC):
         """Create a symlink entry holding ``target`` (never resolved by memfs)."""
 
     @abc.abstractmethod
-    def delete(self, path: str, *, author: str, recursive: bool = False) -> None:
+    def delete(
+        self,
+        path: str,
+        *,
+        author: str,
+        recursive: bool = False,
+        expected_rev: int | None = None,
+    ) -> None:
         """Delete ``path``; a non-empty directory needs ``recursive`` (else
-        DirectoryNotEmpty). The root is refused with InvalidMove."""
+        DirectoryNotEmpty). The root is refused with InvalidMove; NotFound if nothing
+        is there, whatever ``expected_rev`` says.
+
+        ``expected_rev``: None deletes whatever is there; n deletes only while the entry
+        at ``path`` has ``Entry.rev`` n, else Conflict and nothing changes. For a file
+        that is its current revision, so a write after the caller looked wins over the
+        delete. For a directory or symlink it is the creating revision: it guards
+        against the entry having been replaced (by a file, or a new directory), not
+        against changes below a directory; a non-recursive delete guards those (it
+        refuses a directory that is not empty), a recursive one removes whatever is
+        there. One rule for every kind and backend, since every entry has a ``rev``.
+        ValueError for n < 1.
+        """
 
     @abc.abstractmethod
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:

@@ -185,13 +185,27 @@ class SqliteWrites(SqliteHistory):
             self._record(db, "symlink", rel, author, now, rev=rev)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
-    def delete(self, path: str, *, author: str, recursive: bool = False) -> None:
+    def delete(
+        self,
+        path: str,
+        *,
+        author: str,
+        recursive: bool = False,
+        expected_rev: int | None = None,
+    ) -> None:
         rel = self._valid(path, what="target")
+        if expected_rev is not None and expected_rev < 1:
+            raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
         now = self.clock()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
+            if expected_rev is not None and row[2] != expected_rev:
+                raise Conflict(
+                    f"'{rel}' changed: expected revision {expected_rev}, current is {row[2]}",
+                    path=rel,
+                )
             victims = db.execute(
                 f"SELECT id, path, kind FROM entries WHERE {SUBTREE} ORDER BY path DESC",
                 {"p": rel},

@@ -315,3 +315,73 @@ class TreeContract:
         with pytest.raises(InvalidMove):
             store.delete("", author=A, recursive=True)
         assert store.read("f")[0] == b"x"
+
+    # --- delete with expected_rev: an edit is never lost to a stale delete ---------------
+    def test_delete_with_a_stale_expected_rev_conflicts_and_changes_nothing(
+        self, store: Store
+    ) -> None:
+        first = store.write("f", b"one", author=A)
+        second = store.write("f", b"two", author="agent")
+        seq, before = store.last_seq(), store.history("f")
+        with pytest.raises(Conflict):
+            store.delete("f", author=A, expected_rev=first.rev)
+        content, entry = store.read("f")
+        assert content == b"two" and entry == store.stat("f") and entry.rev == second.rev
+        assert store.history("f") == before and store.last_seq() == seq
+        assert store.read_revision("f", first.rev) == b"one"
+
+    def test_delete_with_the_current_rev_deletes(self, store: Store) -> None:
+        store.write("f", b"one", author=A)
+        current = store.write("f", b"two", author=A)
+        store.delete("f", author=A, expected_rev=current.rev)
+        with pytest.raises(NotFound):
+            store.stat("f")
+        assert [c.kind for c in store.changes(since=store.last_seq() - 1)] == ["delete"]
+        assert [r.rev for r in store.history("f")] == [current.rev]  # the tombstone
+
+    def test_delete_with_expected_rev_of_a_missing_path_is_not_found(self, store: Store) -> None:
+        gone = store.write("f", b"x", author=A)
+        store.delete("f", author=A)
+        seq = store.last_seq()
+        for path in ("f", "never"):
+            with pytest.raises(NotFound):
+                store.delete(path, author=A, expected_rev=gone.rev)
+        assert store.last_seq() == seq
+
+    def test_delete_with_expected_rev_of_a_replaced_entry_conflicts(self, store: Store) -> None:
+        # For directories and symlinks the rev names the entry, so one that replaced
+        # what the caller saw (of any kind) is not deleted.
+        seen = {
+            "f": store.write("f", b"file", author=A).rev,
+            "d": store.mkdir("d", author=A).rev,
+            "l": store.symlink("l", "f", author=A).rev,
+        }
+        for path in seen:
+            store.delete(path, author=A)
+        store.mkdir("f", author=A)
+        store.write("d", b"now a file", author=A)
+        store.mkdir("l", author=A)
+        seq, before = store.last_seq(), tree(store)
+        for path, rev in seen.items():
+            with pytest.raises(Conflict):
+                store.delete(path, author=A, recursive=True, expected_rev=rev)
+        assert tree(store) == before and store.last_seq() == seq
+
+    def test_delete_with_expected_rev_of_a_directory_or_symlink(self, store: Store) -> None:
+        empty = store.mkdir("empty", author=A)
+        full = store.mkdir("full", author=A)
+        store.write("full/a", b"a", author=A)
+        link = store.symlink("l", "full", author=A)
+        with pytest.raises(DirectoryNotEmpty):
+            store.delete("full", author=A, expected_rev=full.rev)
+        store.delete("empty", author=A, expected_rev=empty.rev)
+        store.delete("l", author=A, expected_rev=link.rev)
+        store.delete("full", author=A, recursive=True, expected_rev=full.rev)
+        assert store.listdir("") == []
+
+    def test_delete_expected_rev_must_be_a_revision(self, store: Store) -> None:
+        store.write("f", b"x", author=A)
+        for bad in (0, -1):
+            with pytest.raises(ValueError):
+                store.delete("f", author=A, expected_rev=bad)
+        assert store.read("f")[0] == b"x"
