@@ -309,16 +309,33 @@ class Engine(Looker):
     def _delete_remote(self, look: Look) -> None:
         path, entry = look.path, look.remote_entry
         assert entry is not None
-        # The store's delete has no expected_rev; re-check just before, so an agent's
-        # write is only at risk in the width of one query.
+        # Only the revision this look judged unchanged may go, checked in the delete's
+        # own transaction: an agent's write landing after the look is never lost.
         try:
-            if self.store.stat(path).rev != entry.rev and entry.kind == "file":
-                self.again.add(path)
-                return
-            self.store.delete(path, author=self.author)
+            self.store.delete(path, author=self.author, expected_rev=entry.rev)
         except NotFound:
             pass
+        except Conflict:
+            self._edit_beats_delete(path)
+            return
         self._forget(path)
+
+    def _edit_beats_delete(self, path: str) -> None:
+        # As in the merge table's "deleted locally, edited remotely": the store's version
+        # comes back to DIR, the person's delete is dropped.
+        try:
+            look = self._look(path, hash_all=True)
+        except Skip:
+            return  # _look has arranged a retry, or warned
+        if self._decide(look) is not Action.PULL:
+            self.again.add(path)  # same content rewritten, or DIR changed too: decide again
+            return
+        log.warning(
+            "%s changed in the store while its deletion from %s was being synced; an edit"
+            " beats a delete, so the store's version is back",
+            path, self.disk.root,
+        )  # fmt: skip
+        self._pull(look)
 
     def _delete_local(self, look: Look, base: Record | None) -> None:
         path = look.path
