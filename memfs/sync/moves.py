@@ -1,4 +1,11 @@
-"""Renames in DIR become store renames, so a moved file or folder keeps its history.
+"""Renames in DIR become store renames: one atomic move and one ``rename`` record in
+the change feed (so followers see a move), content stored once, instead of creates at
+the new names plus corroborated deletes of the old ones.
+
+History belongs to paths (invariant 6 of :mod:`memfs.store.base`), so a move does not
+carry a file's revisions along: the new path gets one arrival revision (on top of any
+history it had), and the old path keeps its revisions for the backend's grace period,
+then only its last one, like any path that went away.
 
 watchdog reports a rename inside DIR as one moved event (plus one per child for a
 directory). If the store still holds exactly what was synced under the old name and the
