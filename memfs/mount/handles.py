@@ -10,6 +10,14 @@ Limits of no-open mode: files opened (not created) and then unlinked have no han
 so their reads and writes after the unlink fail with ESTALE; and ``fstat`` of any
 unlinked file may fail with ESTALE once its cached attributes expire, because the
 kernel sends GETATTR without a handle.
+
+RELEASE stops too: once the kernel is in no-open mode (after the first OPEN answered
+ENOSYS) it never sends RELEASE, even for created files (fs/fuse/file.c,
+fuse_file_put). Nothing says when a handle is closed, so the table keeps only the
+:data:`MAX_HANDLES` newest handles and :data:`MAX_ORPHANS` newest orphans; without the
+bound every save leaked an entry, and each rename scanned them all (~0.9 ms a rename
+after a few thousand saves). A created file still open after that many newer creates,
+then unlinked, answers ESTALE like an opened one.
 """
 
 from __future__ import annotations
@@ -19,12 +27,21 @@ import threading
 
 from memfs.mount.buffers import Buffer
 
+# Files kept open across this many newer creates are rare (editors hold one or two).
+MAX_HANDLES = 1024
+# Orphans hold their file's data; fewer of them are kept.
+MAX_ORPHANS = 64
+
 
 class Handles:
-    """fh -> path for created files; fh -> orphan buffer once the path is unlinked."""
+    """fh -> path for created files; fh -> orphan buffer once the path is unlinked.
+
+    Both tables are bounded (oldest evicted first): see the module docstring.
+    """
 
     def __init__(self) -> None:
-        self._paths: dict[int, str] = {}
+        self._paths: dict[int, str] = {}  # insertion order is age order
+        self._by_path: dict[str, set[int]] = {}
         self._orphans: dict[int, Buffer] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -33,21 +50,36 @@ class Handles:
         with self._lock:
             fh = next(self._ids)
             self._paths[fh] = path
+            self._by_path.setdefault(path, set()).add(fh)
+            while len(self._paths) > MAX_HANDLES:
+                self._drop_path(next(iter(self._paths)))
             return fh
+
+    def _drop_path(self, fh: int) -> None:
+        path = self._paths.pop(fh, None)
+        if path is None:
+            return
+        fhs = self._by_path.get(path)
+        if fhs is not None:
+            fhs.discard(fh)
+            if not fhs:
+                del self._by_path[path]
 
     def release(self, fh: int) -> None:
         with self._lock:
-            self._paths.pop(fh, None)
+            self._drop_path(fh)
             self._orphans.pop(fh, None)
 
     def open_on(self, path: str) -> list[int]:
         with self._lock:
-            return [fh for fh, p in self._paths.items() if p == path]
+            return sorted(self._by_path.get(path, ()))
 
     def orphan(self, fh: int, buf: Buffer) -> None:
         with self._lock:
-            self._paths.pop(fh, None)
+            self._drop_path(fh)
             self._orphans[fh] = buf
+            while len(self._orphans) > MAX_ORPHANS:
+                del self._orphans[next(iter(self._orphans))]
 
     def orphaned(self, fh: int | None) -> Buffer | None:
         if not fh:
@@ -55,14 +87,22 @@ class Handles:
         with self._lock:
             return self._orphans.get(fh)
 
-    def moved(self, src: str, dst: str) -> None:
-        below = src + "/"
+    def moved(self, src: str, dst: str, *, subtree: bool) -> None:
+        """``src`` is now ``dst``; ``subtree``: src is a directory, move what is below."""
         with self._lock:
-            for fh, p in self._paths.items():
-                if p == src:
-                    self._paths[fh] = dst
-                elif p.startswith(below):
-                    self._paths[fh] = dst + p[len(src) :]
+            self._repoint(src, dst)
+            if subtree:
+                below = src + "/"
+                for p in [p for p in self._by_path if p.startswith(below)]:
+                    self._repoint(p, dst + p[len(src) :])
+
+    def _repoint(self, old: str, new: str) -> None:
+        fhs = self._by_path.pop(old, None)
+        if not fhs:
+            return
+        for fh in fhs:
+            self._paths[fh] = new
+        self._by_path.setdefault(new, set()).update(fhs)
 
     def __len__(self) -> int:
         with self._lock:

@@ -146,14 +146,15 @@ class NamespaceOps:
             self._cache.forget_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
             # A moved directory takes its cached descendants' paths with it.
-            subtrees = (src, dst) if self._is_dir(src) else ()
+            is_dir = self._is_dir(src)
+            subtrees = (src, dst) if is_dir else ()
             self._mutate(
                 author,
                 lambda: self.store.rename(src, dst, author=author, overwrite=overwrite),
                 (src, dst),
                 subtrees,
             )
-            self._handles.moved(src, dst)
+            self._handles.moved(src, dst, subtree=is_dir)
             with self._dirs_lock:
                 moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
                 for d in moved:
