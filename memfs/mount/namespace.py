@@ -52,6 +52,9 @@ class NamespaceOps:
     def _is_dir(self, p: str) -> bool:
         raise NotImplementedError
 
+    def _was_dir(self, p: str) -> bool:
+        raise NotImplementedError
+
     def _check_new_name(self, path: str) -> None:
         raise NotImplementedError
 
@@ -146,7 +149,10 @@ class NamespaceOps:
             self._cache.forget_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
             # A moved directory takes its cached descendants' paths with it.
-            is_dir = self._is_dir(src)
+            # Every directory the kernel can name was looked up here (known_dirs), and a
+            # file created here and renamed (the editor's save) is a file: neither needs
+            # a store query. The query stays for anything else.
+            is_dir = self._was_dir(src) or (not self._handles.open_on(src) and self._is_dir(src))
             subtrees = (src, dst) if is_dir else ()
             self._mutate(
                 author,

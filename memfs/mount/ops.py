@@ -324,7 +324,8 @@ class MemfsOperations(NamespaceOps):
         self._check_new_name(p)
         author = self._author()
         with self._mutex:
-            parent = self.store.stat(parent_of(p))
+            # The kernel has just looked the parent up, so it is cached: no store query.
+            parent = self._stat(parent_of(p))
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             with self._meta.changing((p,)):
