@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from memfs.cli import main
+from memfs.store import open_store
 from memfs.sync.names import ignored_path
 from tests.fixtures.sync import SyncRig, wait_for
 
@@ -39,17 +40,30 @@ def test_once_through_the_cli(sync_rig: SyncRig) -> None:
     assert not any(p.startswith(".memfs") for p in sync_rig.disk())
 
 
-@pytest.mark.parametrize("kind", ["missing", "file"])
-def test_bad_dir_is_one_line_and_exit_1(tmp_path: Path, kind: str) -> None:
+def test_a_file_as_dir_is_one_line_and_exit_1(tmp_path: Path) -> None:
     target = tmp_path / "nope"
-    if kind == "file":
-        target.write_text("I am a file")
+    target.write_text("I am a file")
     code, out = run_cli(str(target), "--store", f"sqlite://{tmp_path}/s.db", "--once")
     assert code == 1
     lines = out.strip().splitlines()
     assert len(lines) == 1
-    reason = "does not exist" if kind == "missing" else "is not a directory"
-    assert lines[0] == f"Error: cannot sync {target}: it {reason}"
+    assert lines[0] == f"Error: cannot sync {target}: it is not a directory"
+    assert target.read_text() == "I am a file"
+
+
+def test_a_missing_dir_is_created_and_filled_from_the_store(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/s.db"
+    with open_store(url) as store:
+        store.mkdir("notes", author="agent")
+        store.write("notes/todo.md", b"- milk\n", author="agent")
+    target = tmp_path / "new" / "mirror"
+    code, out = run_cli(
+        str(target), "--store", url, "--once", env={"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    )
+    assert code == 0, out
+    assert f"Created {target}." in out
+    assert (target / "notes" / "todo.md").read_bytes() == b"- milk\n"
+    assert target.stat().st_mode & 0o777 == 0o700
 
 
 def test_bad_store_url_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def sync(
 ) -> None:
     """Keep DIR and a memory store in two-way sync until Ctrl-C.
 
-    Edits in DIR (from any editor) land in the store, the store's changes land in DIR.
+    A missing DIR is created and filled from the store. Edits in DIR (from any editor)
+    land in the store, the store's changes land in DIR.
     When both sides changed a file, the store's version keeps the name and DIR's is kept
     beside it as NAME.conflict-<time>-local.EXT, in DIR and in the store. A delete never
     beats an edit; a file must stay gone 250 ms before its delete is synced, and when at
@@ -47,6 +48,14 @@ def sync(
     handler = _log_to_stderr(verbose)
     try:
         url = store_url if store_url is not None else default_url()
+        if not directory.exists() and not directory.is_symlink():
+            # Like `memfs mount`, a fresh mirror should just work; a typo'd path costs
+            # nothing but a new directory filled from the store.
+            try:
+                directory.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise click.ClickException(f"cannot create {directory}: {exc.strerror}") from exc
+            click.echo(f"Created {directory.absolute()}.", err=True)
         mirror = Mirror(directory, url, state_path=state_path)
         if once:
             mirror.run_once()
