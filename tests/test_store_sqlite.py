@@ -389,3 +389,43 @@ def test_a_new_store_is_private_and_leaves_no_scaffolding(tmp_path: Path) -> Non
     assert os.stat(db).st_mode & 0o777 == 0o600
     # The store is built beside its final name and linked into place: nothing else stays.
     assert sorted(p.name for p in db.parent.iterdir()) == ["memory.db"]
+
+
+def _fill(store: Store, n: int) -> None:
+    # 1,200 writes of ~5 KiB: well past SQLite's 1,000-page autocheckpoint threshold.
+    for i in range(n):
+        store.write(f"f{i % 50}", random.randbytes(5000), author=A)
+
+
+def test_writes_checkpoint_by_themselves_by_default(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_store(str(db)) as store:
+        before = os.path.getsize(db)
+        _fill(store, 1200)
+        assert os.path.getsize(db) > before + 200_000  # a write copied the WAL back
+
+
+def test_deferred_maintenance_moves_checkpoints_to_maintain(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_store(str(db)) as store:
+        store.defer_maintenance()
+        before = os.path.getsize(db)
+        other: list[BaseException] = []
+
+        # Both kinds of connection must follow: one made after the call (this thread's)
+        # and one that existed before it (the main thread's, from open_store).
+        def writer() -> None:
+            try:
+                _fill(store, 600)
+            except BaseException as e:
+                other.append(e)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        t.join(60)
+        assert not other
+        _fill(store, 600)
+        assert os.path.getsize(db) == before  # everything still in the WAL
+        store.maintain()
+        assert os.path.getsize(db) > before + 200_000
+        assert len(store.listdir("")) == 50

@@ -291,6 +291,20 @@ class Store(abc.ABC):
     def usage(self) -> Usage:
         """How many files and directories the tree holds and their total size."""
 
+    def defer_maintenance(self) -> None:
+        """Promise to call :meth:`maintain` about once a second from now on.
+
+        A long-running process with a spare thread (the mount daemon) says so, and the
+        backend may then move housekeeping off the write path. Nothing changes for other
+        processes on the store. The default backend has nothing to defer.
+        """
+        return None
+
+    def maintain(self) -> None:
+        """Do deferred housekeeping now (after :meth:`defer_maintenance`); cheap when
+        there is none. Never changes what the tree holds."""
+        return None
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections; further calls raise StoreUnavailable."""

@@ -59,6 +59,11 @@ def need_file(entry: Entry) -> None:
         )
 
 
+# SQLite's default: the commit that fills the WAL past 1,000 pages copies it back into
+# the database file itself, a pause of up to ~100 ms on that one write.
+DEFAULT_AUTOCHECKPOINT = 1000
+
+
 class _Holder:
     """A thread's connection, kept in its thread-local slot.
 
@@ -67,10 +72,11 @@ class _Holder:
     daemon's) do not leak file descriptors.
     """
 
-    __slots__ = ("__weakref__", "db")
+    __slots__ = ("__weakref__", "autocheckpoint", "db")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.autocheckpoint = DEFAULT_AUTOCHECKPOINT
 
 
 def _release(conns: set[sqlite3.Connection], lock: threading.RLock, db: sqlite3.Connection) -> None:
@@ -94,6 +100,7 @@ class SqliteConnections:
         # Every time the store records or judges (revision times, history retention)
         # comes from here, so tests can move it instead of waiting days.
         self.clock: Callable[[], int] = time.time_ns
+        self._autocheckpoint = DEFAULT_AUTOCHECKPOINT
         db = schema.prepare(
             path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
         )
@@ -104,7 +111,19 @@ class SqliteConnections:
         holder: _Holder | None = getattr(self._local, "holder", None)
         if holder is None or self._closed:
             return self._connect()
+        if holder.autocheckpoint != self._autocheckpoint:
+            # Changed by defer_maintenance(); applied by the thread that owns the
+            # connection, since a connection must never be used by two threads at once.
+            self._set_autocheckpoint(holder)
         return holder.db
+
+    def _set_autocheckpoint(self, holder: _Holder) -> None:
+        pages = self._autocheckpoint
+        try:
+            holder.db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+        holder.autocheckpoint = pages
 
     def _connect(self) -> sqlite3.Connection:
         with self._conns_lock:
@@ -119,6 +138,19 @@ class SqliteConnections:
             except sqlite3.Error as e:
                 raise translate(e, self.path) from e
             return self._adopt(db)
+
+    def defer_maintenance(self) -> None:
+        # Checkpoints move to maintain(), on the caller's own thread: writes no longer
+        # stall while the WAL is copied back. Other processes keep their own setting, so
+        # a WAL left by a killed daemon is still checkpointed by whoever writes next.
+        self._autocheckpoint = 0
+
+    def maintain(self) -> None:
+        try:
+            # PASSIVE: copies what no reader still needs, and never waits for anyone.
+            self._db().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
 
     def _adopt(self, db: sqlite3.Connection) -> sqlite3.Connection:
         """Make ``db`` this thread's connection, closed when the thread or store ends."""
