@@ -76,6 +76,9 @@ def touched_paths(change: Change) -> list[str]:
     return out
 
 
+MAINTAIN_INTERVAL = 1.0  # seconds between store.maintain() calls
+
+
 class ChangeFollower(threading.Thread):
     """Polls ``store.changes(since=...)`` and reports other writers' changes."""
 
@@ -115,9 +118,14 @@ class ChangeFollower(threading.Thread):
 
     def run(self) -> None:
         failures = 0
+        # The store's housekeeping (SQLite: WAL checkpoints) happens here, about once a
+        # second, instead of inside whichever write crosses the threshold.
+        every = max(1, round(MAINTAIN_INTERVAL / self.interval))
         while not self._halt.wait(self.interval):
             try:
                 self.step()
+                if self.polls % every == 0:
+                    self.store.maintain()
                 failures = 0
             except StoreError as e:
                 # A busy or briefly unavailable store must not end the follower: caches

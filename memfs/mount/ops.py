@@ -103,6 +103,7 @@ class MemfsOperations(NamespaceOps):
         self._invalidate = invalidate
         self._committer.start()
         if invalidate is not None:
+            self.store.defer_maintenance()  # the follower calls maintain() from now on
             self._follower = ChangeFollower(
                 self.store, self._own, self._foreign_changes, self.options.poll_interval
             )
