@@ -245,3 +245,48 @@ def test_link_swapped_in_during_writes_never_leads_outside(tmp_path: Path) -> No
     assert swaps > 10
     assert refused > 0
     assert succeeded > 0
+
+
+# --- hard links: the link O_NOFOLLOW cannot see ---------------------------------------
+
+
+def hard_linked(path: str) -> str:
+    return (
+        f"Error: The file {path} has other hard links, which may lead outside /memories, "
+        "so memfs neither reads nor edits it. A person can replace it with a plain copy."
+    )
+
+
+def test_a_planted_hard_link_is_neither_read_nor_edited(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.env"
+    outside.write_text(f"TOKEN={SECRET}\n")
+    h = MemoryHandler(tmp_path / "memories")
+    os.link(outside, tmp_path / "memories" / "notes.md")
+    path = "/memories/notes.md"
+    for command in (
+        {"command": "view", "path": path},
+        {"command": "view", "path": path, "view_range": [1, 1]},
+        {"command": "str_replace", "path": path, "old_str": "TOKEN", "new_str": "X"},
+        {"command": "insert", "path": path, "insert_line": 0, "insert_text": "X\n"},
+    ):
+        result = h.execute(command)
+        assert result == (hard_linked(path), True), command
+        assert SECRET not in str(result.content)
+    assert outside.read_text() == f"TOKEN={SECRET}\n"
+    # Removing or moving the name is fine: only the name in the root changes.
+    assert (
+        h.execute({"command": "rename", "old_path": path, "new_path": "/memories/n2.md"})[1]
+        is False
+    )
+    assert h.execute({"command": "delete", "path": "/memories/n2.md"})[1] is False
+    assert outside.read_text() == f"TOKEN={SECRET}\n"
+
+
+def test_create_with_overwrite_does_not_touch_a_hard_linked_file(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.env"
+    outside.write_text("keep\n")
+    h = MemoryHandler(tmp_path / "memories", overwrite=True)
+    os.link(outside, tmp_path / "memories" / "notes.md")
+    result = h.execute({"command": "create", "path": "/memories/notes.md", "file_text": "new\n"})
+    assert result == (hard_linked("/memories/notes.md"), True)
+    assert outside.read_text() == "keep\n"

@@ -21,6 +21,7 @@ from memfs.handler.posix import lstat_at, rename_noreplace
 from memfs.handler.tree import (
     EDIT_TRIES,
     READ_LIMIT,
+    HardLinked,
     NotRegular,
     SymlinkRefused,
     TooBigToRead,
@@ -216,6 +217,8 @@ class Commands:
             raise Refused(strings.through_symlink(raw, exc.path)) from None
         except NotRegular:
             raise Refused(strings.not_regular(raw)) from None
+        except HardLinked:
+            raise Refused(strings.hard_linked(raw)) from None
         except Conflict:
             raise Refused(strings.kept_changing(raw, EDIT_TRIES)) from None
 
@@ -333,6 +336,8 @@ def _refusing(raw: str, missing: str) -> Iterator[None]:
         raise Refused(strings.through_symlink(raw, exc.path)) from None
     except NotRegular:
         raise Refused(strings.not_regular(raw)) from None
+    except HardLinked:
+        raise Refused(strings.hard_linked(raw)) from None
     except TooBigToRead as exc:
         raise Refused(strings.too_large_to_read(raw, exc.size, READ_LIMIT)) from None
     except Conflict:

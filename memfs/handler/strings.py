@@ -135,6 +135,13 @@ def not_regular(path: str) -> str:
     return f"Error: The path {path} is not a regular file or directory; memfs only handles those."
 
 
+def hard_linked(path: str) -> str:
+    return (
+        f"Error: The file {path} has other hard links, which may lead outside /memories, "
+        "so memfs neither reads nor edits it. A person can replace it with a plain copy."
+    )
+
+
 def not_utf8(path: str, offset: int, byte: int) -> str:
     return (
         f"Error: The file {path} is not valid UTF-8 text: the byte 0x{byte:02x} at byte offset "

@@ -71,6 +71,10 @@ class NotRegular(StoreError):
     """The entry is a FIFO, socket or device: memfs handles files and directories only."""
 
 
+class HardLinked(StoreError):
+    """The file has other hard links: its content may live outside the root too."""
+
+
 class TooBigToRead(TooLarge):
     """The file is larger than memfs reads (READ_LIMIT)."""
 
@@ -211,9 +215,13 @@ class Tree:
                 raise SymlinkRefused(path.model, path=path.model) from None
             raise
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
             return fd, st
         os.close(fd)
+        if stat.S_ISREG(st.st_mode):
+            # A hard link planted in the root is a symlink that O_NOFOLLOW cannot see: the
+            # same inode may be a file outside the root (on a memfs mount link() is refused).
+            raise HardLinked(path.model, path=path.model)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectory(path.model, path=path.model)
         raise NotRegular(path.model, path=path.model)
