@@ -7,7 +7,6 @@ FUSE reports, because a multi-threaded writer is one program.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -51,8 +50,3 @@ def author_of(pid: int) -> str:
             _cache.clear()
         _cache[pid] = (now, author)
     return author
-
-
-def self_author() -> str:
-    """The author string for this process (used for commits made at unmount)."""
-    return author_of(os.getpid())

@@ -72,11 +72,6 @@ def _load() -> tuple[ModuleType, type]:
     return _mfusepy, _fuse_class
 
 
-def libfuse_major() -> int:
-    mfusepy, _ = _load()
-    return int(mfusepy.fuse_version_major)
-
-
 def _make_fuse_class(mfusepy: ModuleType) -> type:
     def one_time(ts: Any) -> int | None:
         if ts.tv_nsec == UTIME_OMIT:

@@ -91,7 +91,6 @@ class MemfsOperations(NamespaceOps):
         self._invalidate: Callable[[str], None] | None = None
         self._known_dirs: set[str] = {""}
         self._dirs_lock = threading.Lock()
-        self._stopped = False
         if self.options.commit_on_close:
             self.flush = self._flush
         if not self.options.cache_readdir:
@@ -116,7 +115,6 @@ class MemfsOperations(NamespaceOps):
         self._committer.stop()
         with self._mutex:
             self._buffers.commit_all()
-        self._stopped = True
 
     def destroy(self, path: str) -> None:
         self.shutdown()
