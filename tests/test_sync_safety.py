@@ -164,6 +164,26 @@ def test_a_slow_writer_is_never_synced_half_done(sync_rig: SyncRig) -> None:
     assert [r.size for r in sync_rig.store.history("slow.md")] == [len(final)]
 
 
+def test_a_writer_paused_after_truncating_is_not_synced_half_done(sync_rig: SyncRig) -> None:
+    sync_rig.store.write("notes.md", b"old notes\n", author=AGENT)
+    sync_rig.start()  # default quiet: far shorter than the writer's pause below
+    wait_for(sync_rig.converged)
+    with open(sync_rig.dir / "notes.md", "wb") as f:
+        # Truncated and still open: the file looks settled long before the writer goes
+        # on (a person's program swapped out, a slow network write).
+        time.sleep(0.5)
+        f.write(b"half ")
+        f.flush()
+        time.sleep(0.5)
+        f.write(b"and whole\n")
+    wait_for(lambda: sync_rig.remote_has("notes.md", b"half and whole\n"))
+    sync_rig.settle()
+    contents = [
+        sync_rig.store.read_revision("notes.md", r.rev) for r in sync_rig.store.history("notes.md")
+    ]
+    assert contents == [b"half and whole\n", b"old notes\n"]
+
+
 def test_leftovers_of_a_killed_mirror_are_recovered(sync_rig: SyncRig) -> None:
     sync_rig.store.write("notes.md", b"synced", author=AGENT)
     sync_rig.once()

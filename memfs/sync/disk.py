@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import secrets
@@ -21,6 +22,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memfs.sync.names import ASIDE_PREFIX, TEMP_PREFIX, ignored_name
+
+
+def _open_for_writing(fd: int) -> bool:
+    """True if some process still has the file open for writing.
+
+    Quiet time alone cannot tell: a writer paused between truncating and writing leaves
+    an empty file that looks settled. Linux refuses a read lease exactly while the file
+    is open for writing anywhere; where leases are unavailable (another owner without
+    CAP_LEASE, a file system without them) this says False and the stability checks
+    stand alone.
+    """
+    setlease = getattr(fcntl, "F_SETLEASE", None)
+    if setlease is None:
+        return False
+    try:
+        fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
+    except OSError as e:
+        return e.errno == errno.EAGAIN
+    fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+    return False
 
 
 class Unstable(Exception):
@@ -78,6 +99,8 @@ class Disk:
             if before.st_size > self.max_file_bytes:
                 raise Oversize(before.st_size)
             if min_age_ns and time.time_ns() - before.st_mtime_ns < min_age_ns:
+                raise Unstable(rel)
+            if _open_for_writing(fd):
                 raise Unstable(rel)
             chunks = []
             while chunk := os.read(fd, 1 << 20):
