@@ -215,7 +215,9 @@ class Tree:
                 raise SymlinkRefused(path.model, path=path.model) from None
             raise
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        # st_nlink is 0, not 1, when the file was replaced right after we opened it: the
+        # caller's identity checks deal with that.
+        if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1:
             return fd, st
         os.close(fd)
         if stat.S_ISREG(st.st_mode):
