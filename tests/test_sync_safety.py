@@ -6,6 +6,8 @@ import logging
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -322,3 +324,40 @@ def test_pushes_whose_state_save_was_lost_are_not_conflicts(sync_rig: SyncRig) -
     sync_rig.write("new.md", "edited")
     sync_rig.once()
     assert sync_rig.remote() == sync_rig.disk() == {"old.md": b"v3", "new.md": b"edited"}
+
+
+LEASE_PROBE = """
+import os, sys, time
+from memfs.sync.disk import _open_for_writing
+path = sys.argv[1]
+end = time.monotonic() + 1.0
+checks = 0
+while time.monotonic() < end:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _open_for_writing(fd)
+    finally:
+        os.close(fd)
+    checks += 1
+print(checks)
+"""
+
+
+def test_the_open_for_writing_probe_survives_writers(tmp_path: Path) -> None:
+    # The probe takes a read lease for an instant; a writer opening the file then makes
+    # the kernel signal the prober (SIGIO by default, which ends a process).
+    path = tmp_path / "busy.md"
+    path.write_text("x")
+    probe = subprocess.Popen([sys.executable, "-c", LEASE_PROBE, str(path)], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline and probe.poll() is None:
+            with open(path, "a") as f:
+                f.write("y")
+        out, _ = probe.communicate(timeout=30)
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait(10)
+    assert probe.returncode == 0
+    assert int(out) > 0

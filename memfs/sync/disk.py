@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import secrets
+import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -34,9 +35,14 @@ def _open_for_writing(fd: int) -> bool:
     stand alone.
     """
     setlease = getattr(fcntl, "F_SETLEASE", None)
-    if setlease is None:
+    setsig = getattr(fcntl, "F_SETSIG", None)
+    if setlease is None or setsig is None:
         return False
     try:
+        # A writer opening the file while we hold the lease makes the kernel signal us,
+        # by default with SIGIO, which would end the process: SIGURG is ignored unless
+        # someone handles it.
+        fcntl.fcntl(fd, setsig, signal.SIGURG)
         fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
     except OSError as e:
         return e.errno == errno.EAGAIN
