@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memfs.mount.buffers import Buffer, BufferTable, ReadCache
 from memfs.mount.handles import Handles
@@ -37,35 +37,30 @@ class NamespaceOps:
     _meta: MetaCache
     _counter: Any
 
-    def _author(self) -> str:
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Provided by MemfsOperations; declared for the type checker only, so no stub
+        # that could shadow a real operation exists at run time.
+        def _author(self) -> str: ...
 
-    def _mutate(
-        self,
-        author: str,
-        fn: Callable[[], T],
-        paths: Iterable[str],
-        subtrees: Iterable[str] = (),
-    ) -> T:
-        raise NotImplementedError
+        def _mutate(
+            self,
+            author: str,
+            fn: Callable[[], T],
+            paths: Iterable[str],
+            subtrees: Iterable[str] = (),
+        ) -> T: ...
 
-    def _is_dir(self, p: str) -> bool:
-        raise NotImplementedError
+        def _is_dir(self, p: str) -> bool: ...
 
-    def _was_dir(self, p: str) -> bool:
-        raise NotImplementedError
+        def _was_dir(self, p: str) -> bool: ...
 
-    def _check_new_name(self, path: str) -> None:
-        raise NotImplementedError
+        def _check_new_name(self, path: str) -> None: ...
 
-    def _commit(self, p: str) -> None:
-        raise NotImplementedError
+        def _commit(self, p: str) -> None: ...
 
-    def _commit_under(self, p: str) -> None:
-        raise NotImplementedError
+        def _commit_under(self, p: str) -> None: ...
 
-    def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
-        raise NotImplementedError
+        def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]: ...
 
     # --- namespace ------------------------------------------------------------------------
     @op
