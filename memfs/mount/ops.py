@@ -158,19 +158,18 @@ class MemfsOperations(NamespaceOps):
             raise OSError(errno.EINVAL, str(e)) from None
 
     def _foreign_changes(self, changes: Iterable[Change]) -> None:
-        paths: list[str] = []
+        # An ordered set: a burst from another writer (a git checkout) touches many paths.
+        paths: dict[str, None] = {}
         subtrees: list[str] = []
         for change in changes:
-            for p in touched_paths(change):
-                if p not in paths:
-                    paths.append(p)
+            paths.update(dict.fromkeys(touched_paths(change)))
             if change.kind in ("rename", "rmdir", "delete"):
                 # Cached children of a moved or removed directory are stale too.
                 for gone in (change.path, change.old_path):
                     if gone is not None and (change.kind == "rmdir" or self._was_dir(gone)):
                         subtrees.append(gone)
                         self._cache.forget_under(gone)
-                        paths.extend(self._known_below(gone))
+                        paths.update(dict.fromkeys(self._known_below(gone)))
         self._meta.bump()
         self._meta.forget(paths, subtrees)
         self._meta.bump()
