@@ -6,6 +6,7 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
 
     MemfsError
     ├── PathError               a model path (or a name a person made) the gate refuses
+    │   └── PathTooLong         ... because a name, the path or its depth is over a limit
     ├── StoreError              anything a store refuses or cannot do
     │   ├── NotFound            no entry at that path
     │   ├── AlreadyExists       an entry is in the way (create, mkdir, rename)
@@ -36,6 +37,10 @@ class PathError(MemfsError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class PathTooLong(PathError):
+    """Over the gate's length or depth limits (the mount answers ENAMETOOLONG)."""
 
 
 class StoreError(MemfsError):

@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from memfs.errors import PathError
+from memfs.errors import PathError, PathTooLong
 
 ROOT = "/memories"
 MAX_PATH_BYTES = 1024
@@ -185,12 +185,12 @@ def parse(path: object) -> MemPath:
     if not isinstance(path, str):
         raise PathError(f"Error: The path must be a string, got {type(path).__name__}.")
 
-    def refuse(reason: str) -> PathError:
+    def refuse(reason: str, kind: type[PathError] = PathError) -> PathError:
         display = shown(path) if len(path) <= 200 else shown(path[:200]) + "..."
-        return PathError(f"Error: The path {display} is not allowed: {reason}.", path=path)
+        return kind(f"Error: The path {display} is not allowed: {reason}.", path=path)
 
     if len(path.encode("utf-8", errors="surrogatepass")) > MAX_PATH_BYTES:
-        raise refuse(f"it is longer than {MAX_PATH_BYTES} bytes")
+        raise refuse(f"it is longer than {MAX_PATH_BYTES} bytes", PathTooLong)
     if path != ROOT and not path.startswith(ROOT + "/"):
         raise refuse("it must be /memories or start with /memories/")
     rest = path[len(ROOT) + 1 :]
@@ -201,8 +201,10 @@ def parse(path: object) -> MemPath:
     # "/memories//" falls through to here with rest == "": one empty segment, refused.
     parts = tuple(rest.split("/"))
     if len(parts) > MAX_DEPTH:
-        raise refuse(f"it is more than {MAX_DEPTH} levels deep")
+        raise refuse(f"it is more than {MAX_DEPTH} levels deep", PathTooLong)
     for part in parts:
+        if isinstance(part, str) and len(part.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+            raise refuse(name_problem(part) or "a segment is too long", PathTooLong)
         problem = name_problem(part)
         if problem is not None:
             raise refuse(problem)
@@ -212,3 +214,9 @@ def parse(path: object) -> MemPath:
 def parse_rel(rel: str) -> MemPath:
     """Parse a store-relative path (``"a/b"``, ``""`` for the root) with the same rule."""
     return parse(ROOT + "/" + rel if rel else ROOT)
+
+
+def fits(depth: int, nbytes: int) -> bool:
+    """Whether a store-relative path of ``depth`` segments and ``nbytes`` UTF-8 bytes is
+    within the gate's limits (a rename checks every path it would create this way)."""
+    return depth <= MAX_DEPTH and len(ROOT) + 1 + nbytes <= MAX_PATH_BYTES

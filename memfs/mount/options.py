@@ -58,6 +58,7 @@ def errno_of(exc: BaseException) -> int:
         (errors.TooLarge, errno.EFBIG),
         (errors.InvalidMove, errno.EINVAL),
         (errors.StoreUnavailable, errno.EIO),
+        (errors.PathTooLong, errno.ENAMETOOLONG),
         (errors.PathError, errno.EINVAL),
     ]
     for kind, code in table:

@@ -154,6 +154,9 @@ class Store(abc.ABC):
 
     url: str
     clock: Callable[[], int]
+    # The largest file content ``write`` and ``truncate`` accept (None: no cap). Doors
+    # that acknowledge before they commit (the mount) refuse past it up front.
+    max_file_bytes: int | None = None
 
     # --- reading -----------------------------------------------------------------
     @abc.abstractmethod
@@ -174,6 +177,17 @@ class Store(abc.ABC):
             yield entry
             if entry.is_dir:
                 yield from self.walk(entry.path)
+
+    def subtree_extent(self, path: str) -> tuple[int, int]:
+        """How far the entries below ``path`` reach past it: the largest number of
+        segments and of UTF-8 bytes any of them adds to ``path`` (``(0, 0)`` when none).
+        A rename uses it to refuse moving a descendant past the path gate's limits."""
+        depth = nbytes = 0
+        for entry in self.walk(path):
+            suffix = entry.path[len(path) :] if path else "/" + entry.path
+            depth = max(depth, suffix.count("/"))
+            nbytes = max(nbytes, len(suffix.encode("utf-8", "surrogateescape")))
+        return depth, nbytes
 
     # --- writing -----------------------------------------------------------------
     @abc.abstractmethod

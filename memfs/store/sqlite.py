@@ -31,7 +31,15 @@ from urllib.parse import quote
 
 from memfs.errors import NotADirectory, NotFound
 from memfs.store.base import Change, Entry, Store, Usage
-from memfs.store.sqlite_conn import COLS, LIST, READ, STAT, need_file, translate
+from memfs.store.sqlite_conn import (
+    COLS,
+    LIST,
+    READ,
+    STAT,
+    need_file,
+    subtree_extent,
+    translate,
+)
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_writes import SqliteWrites
 
@@ -51,6 +59,7 @@ class SqliteStore(SqliteWrites, Store):
         # Quoted so that the URL opens this same file again even if its name holds "%",
         # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
         self.url = "sqlite://" + quote(str(path), safe="/")
+        self.max_file_bytes = self.options.max_file_bytes
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -104,6 +113,12 @@ class SqliteStore(SqliteWrites, Store):
         # Sorted by path, every entry comes after its parent (a prefix sorts first).
         for row in rows:
             yield Entry(*row)
+
+    def subtree_extent(self, path: str) -> tuple[int, int]:
+        try:
+            return subtree_extent(self._db(), path)
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
 
     def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
         try:

@@ -204,3 +204,23 @@ class SqliteConnections:
             self._conns.clear()
         for db in conns:
             db.close()
+
+
+def subtree_extent(db: sqlite3.Connection, path: str) -> tuple[int, int]:
+    """:meth:`memfs.store.base.Store.subtree_extent` as one indexed range scan; the byte
+    length is of the UTF-8 encoding (CAST AS BLOB), like the gate's."""
+    if path == "":
+        where, args = "path != ''", {}
+    else:
+        where, args = "path > :p || '/' AND path < :p || '0'", {"p": path}
+    row = db.execute(
+        "SELECT max(length(path) - length(replace(path, '/', ''))),"
+        f" max(length(CAST(path AS BLOB))) FROM entries WHERE {where}",
+        args,
+    ).fetchone()
+    if row[0] is None:
+        return 0, 0
+    # A descendant "a/b/c" of "a" adds the segments and the bytes after "a".
+    if path == "":
+        return int(row[0]) + 1, int(row[1]) + 1
+    return int(row[0]) - path.count("/"), int(row[1]) - len(path.encode("utf-8", "surrogateescape"))

@@ -16,10 +16,11 @@ from memfs.errors import (
     IsADirectory,
     NotADirectory,
     NotFound,
+    PathTooLong,
     StoreError,
     TooLarge,
 )
-from memfs.paths import parse_rel
+from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.sqlite_conn import (
     LOOKUP,
@@ -30,6 +31,7 @@ from memfs.store.sqlite_conn import (
     TOUCH,
     need_file,
     parent_of,
+    subtree_extent,
 )
 from memfs.store.sqlite_history import SqliteHistory
 
@@ -254,6 +256,8 @@ class SqliteWrites(SqliteHistory):
             if row is None:
                 raise NotFound(f"no entry at '{src}'", path=src)
             src_kind = row[1]
+            if src_kind == "dir":
+                self._check_reach(db, src, dst)
             self._ensure_parent(db, dst, author, now, False)
             existing = db.execute(LOOKUP, (dst,)).fetchone()
             if existing is not None:
@@ -275,6 +279,19 @@ class SqliteWrites(SqliteHistory):
                 self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
             self._record(db, "rename", dst, author, now, old_path=src)
             self._sweep(db, now)
+
+    def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
+        """Refuse moving a directory where one of its descendants would pass the path
+        gate's depth or length limit: the whole rename, not that file later."""
+        depth, nbytes = subtree_extent(db, src)
+        dst_depth = dst.count("/") + 1
+        dst_bytes = len(dst.encode("utf-8", "surrogateescape"))
+        if not fits(dst_depth + depth, dst_bytes + nbytes):
+            raise PathTooLong(
+                f"moving '{src}' to '{dst}' would put an entry more than {MAX_DEPTH} levels"
+                f" deep or past {MAX_PATH_BYTES} bytes",
+                path=dst,
+            )
 
     def _replace(
         self,

@@ -15,6 +15,7 @@ from memfs.errors import (
     IsADirectory,
     NotADirectory,
     NotFound,
+    PathTooLong,
 )
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
 from tests.store_contract.common import A, tree
@@ -385,3 +386,40 @@ class TreeContract:
             with pytest.raises(ValueError):
                 store.delete("f", author=A, expected_rev=bad)
         assert store.read("f")[0] == b"x"
+
+    # --- how far a subtree reaches ---------------------------------------------------
+    def test_subtree_extent_is_the_deepest_and_longest_descendant(self, store: Store) -> None:
+        assert store.subtree_extent("") == (0, 0)
+        store.write("a/bb/ccc.txt", b"x", author=A, parents=True)
+        store.write("a/é.txt", b"x", author=A)
+        store.mkdir("z", author=A)
+        # Below "a": "/bb/ccc.txt" adds 2 segments and 11 bytes; "/é.txt" adds 7 bytes.
+        assert store.subtree_extent("a") == (2, 11)
+        assert store.subtree_extent("a/bb") == (1, 8)
+        assert store.subtree_extent("z") == (0, 0)
+        assert store.subtree_extent("") == (3, 13)
+        # "ab" sorts between "a/" and "a0"; it is not below "a".
+        store.write("ab/deep/deeper/deepest.txt", b"x", author=A, parents=True)
+        assert store.subtree_extent("a") == (2, 11)
+
+    def test_rename_that_carries_a_descendant_past_the_gate_is_refused_whole(
+        self, store: Store
+    ) -> None:
+        deep = "/".join(f"l{i}" for i in range(1, 19))  # 18 levels
+        store.mkdir(deep, author=A, parents=True)
+        store.write("x/y/f", b"hello", author=A, parents=True)
+        before = store.last_seq()
+        # x/y/f would become l1/.../l18/x/y/f: 21 levels, one past the gate's 20.
+        with pytest.raises(PathTooLong):
+            store.rename("x", deep + "/x", author=A)
+        assert store.read("x/y/f")[0] == b"hello"
+        assert store.last_seq() == before
+        # Length: a long name below a directory moved under a long prefix.
+        store.write("s/" + "n" * 250, b"x", author=A, parents=True)
+        long_dir = "/".join(["d" * 250] * 3 + ["e" * 200])
+        store.mkdir(long_dir, author=A, parents=True)
+        with pytest.raises(PathTooLong):
+            store.rename("s", long_dir + "/s", author=A)
+        # One level less fits.
+        store.rename("x/y", deep + "/y", author=A)
+        assert store.read(deep + "/y/f")[0] == b"hello"
