@@ -1,5 +1,5 @@
-"""Crashes and concurrency on real mounts: a daemon killed mid-burst loses nothing that was
-fsynced and tears nothing; two mounts of one store see each other within the bound."""
+"""Crashes and concurrency on real mounts: a daemon killed mid-burst loses nothing it had
+acknowledged and tears nothing; two mounts of one store see each other within the bound."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def _start_writer(mountpoint: Path) -> tuple[subprocess.Popen[str], list[str]]:
 
 
 @pytest.mark.parametrize("auto_unmount", [False, True], ids=["dead-mount", "auto-unmount"])
-def test_kill9_mid_burst_loses_no_fsynced_write_and_tears_nothing(
+def test_kill9_mid_burst_keeps_every_acknowledged_write(
     mount_factory: Callable[..., MountHandle], auto_unmount: bool
 ) -> None:
     mount = mount_factory(options=MountOptions(auto_unmount=auto_unmount))
@@ -121,17 +121,28 @@ def test_kill9_mid_burst_loses_no_fsynced_write_and_tears_nothing(
     store = mount.store()
     entries = {e.path: e for e in store.walk()}
     assert set(entries) <= {name_of(v) for v in range(last_attempt + 1)}, sorted(entries)
+    in_flight = name_of(last_attempt)
     for name, entry in entries.items():
         data = store.read(name)[0]
         floor = reported.get(name, -1)
-        allowed = {content(v) for v in range(max(floor, 0), last_attempt + 1) if name_of(v) == name}
-        assert data in allowed, (
-            f"{name} is torn or stale: {len(data)} bytes starting {data[:24]!r}; "
-            f"last fsynced version {floor}, last attempt {last_attempt}"
-        )
+        if name == in_flight:
+            # The version being written when the daemon died: its open(O_TRUNC) and
+            # every write(2) that returned were acknowledged, so what is there is the
+            # last finished version, or a prefix (maybe empty) of the one in flight.
+            newest = content(last_attempt)
+            assert (floor >= 0 and data == content(floor)) or newest[: len(data)] == data, (
+                f"{name} is torn: {len(data)} bytes starting {data[:24]!r}; "
+                f"last fsynced version {floor}, in flight {last_attempt}"
+            )
+        else:
+            # Closed files lose nothing, fsynced or not: exactly the last version.
+            assert data == content(floor), (
+                f"{name} is stale or torn: {len(data)} bytes starting {data[:24]!r}; "
+                f"last written version {floor}"
+            )
         assert entry.kind == "file"
         assert (mount.mountpoint / name).read_bytes() == data
-    assert set(reported) <= set(entries), "a file the writer fsynced is missing"
+    assert set(reported) <= set(entries), "a file the writer wrote is missing"
 
 
 def _bound(options: MountOptions) -> float:

@@ -6,8 +6,7 @@ in docs/mount-notes.md; these pin the table's bookkeeping.
 
 from __future__ import annotations
 
-from memfs.mount.buffers import Buffer
-from memfs.mount.handles import MAX_HANDLES, MAX_ORPHANS, Handles
+from memfs.mount.handles import MAX_HANDLES, MAX_ORPHANS, Handles, Orphan
 
 
 def test_only_the_newest_handles_are_kept() -> None:
@@ -50,7 +49,7 @@ def test_orphans_are_bounded_and_found_by_handle() -> None:
     h = Handles()
     fhs = [h.new(f"o{i}") for i in range(MAX_ORPHANS + 5)]
     for i, fh in enumerate(fhs):
-        h.orphan(fh, Buffer(f"o{i}", bytearray(b"data"), author="", base_rev=0, mode=0o644))
+        h.orphan(fh, Orphan(f"o{i}", bytearray(b"data"), mode=0o644))
     assert h.orphaned(fhs[0]) is None
     newest = h.orphaned(fhs[-1])
     assert newest is not None and bytes(newest.data) == b"data"

@@ -230,23 +230,31 @@ def test_write_without_fsync_reaches_store_after_quiet_period(mnt: Mount, store:
     assert took < 5
 
 
-def test_refused_commit_reports_the_error_and_keeps_the_data(tmp_path: Path, store: Store) -> None:
+def test_a_write_past_the_size_cap_is_refused_by_the_call_itself(
+    tmp_path: Path, store: Store
+) -> None:
     m = start_mount(f"sqlite://{tmp_path / 'store.db'}?max_file_bytes=1000", tmp_path / "capped")
     try:
         f = m.path / "big.md"
-        with open(f, "wb") as fh:
-            fh.write(b"x" * 3000)
-            fh.flush()
+        fd = os.open(f, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            assert os.write(fd, b"x" * 600) == 600
             with pytest.raises(OSError) as e:
-                os.fsync(fh.fileno())
+                os.pwrite(fd, b"y" * 500, 600)  # would end at 1,100 bytes
             assert e.value.errno == errno.EFBIG
-        with pytest.raises(NotFound):
-            store.stat("big.md")
-        assert f.read_bytes() == b"x" * 3000  # nothing lost: still readable
-        os.truncate(f, 800)
-        with open(f, "rb+") as fh:
-            os.fsync(fh.fileno())
-        assert store.read("big.md")[0] == b"x" * 800
+            with pytest.raises(OSError) as e:
+                os.ftruncate(fd, 999_999_999_999_999)
+            assert e.value.errno == errno.EFBIG
+            os.fsync(fd)  # what was acknowledged commits fine
+        finally:
+            os.close(fd)
+        assert store.read("big.md")[0] == b"x" * 600
+        assert f.read_bytes() == b"x" * 600
+        with pytest.raises(OSError) as e:
+            os.truncate(f, 1001)
+        assert e.value.errno == errno.EFBIG
+        os.truncate(f, 1000)  # exactly the cap is fine
+        wait_for(lambda: store.read("big.md")[0] == b"x" * 600 + b"\0" * 400, 10, "commit")
     finally:
         assert m.stop() == 0
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from memfs.errors import MemfsError, MountError
 from memfs.mount import host, spawn, state
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
+from memfs.mount.writes import Health
 
 if TYPE_CHECKING:
     from memfs.mount.ops import MountOptions
@@ -160,19 +163,77 @@ def serve_here(
 
     record = state.new_record(mountpoint, store_url, state.log_path(mountpoint))
     store = open_store(store_url)
+    current = [record]
+    up = threading.Event()
+    lock = threading.Lock()
 
     def ready() -> None:
-        state.write(record)
+        with lock:
+            state.write(current[0])
+            up.set()
         if on_ready is not None:
             on_ready(record)
 
+    def on_health(health: Health) -> None:
+        # The record is how `memfs status` hears that files are waiting to be saved.
+        with lock:
+            current[0] = dataclasses.replace(
+                current[0],
+                unsaved=health.unsaved,
+                errors=health.errors,
+                recovery_dir=health.recovery_dir,
+            )
+            if up.is_set():
+                state.write(current[0])
+
+    report = state.report_path(mountpoint)
+    with contextlib.suppress(FileNotFoundError):
+        report.unlink()
     try:
-        serve(store, str(mountpoint), foreground=True, debug=debug, options=options, ready=ready)
+        health = serve(
+            store,
+            str(mountpoint),
+            foreground=True,
+            debug=debug,
+            options=options,
+            ready=ready,
+            on_health=on_health,
+        )
     finally:
         state.remove(mountpoint, pid=record.pid)
         with contextlib.suppress(MemfsError):
             store.close()
+    if health.unsaved:
+        # For `memfs umount`, which is not this process's parent and cannot see its exit.
+        report.write_text(
+            json.dumps({"unsaved": list(health.unsaved), "recovery_dir": health.recovery_dir})
+        )
+        raise MountError(_unsaved_message(mountpoint, list(health.unsaved), health.recovery_dir))
     return record
+
+
+def _unsaved_message(mountpoint: Path, unsaved: list[str], recovery_dir: str) -> str:
+    shown = ", ".join(unsaved[:10]) + (
+        f" and {len(unsaved) - 10} more" if len(unsaved) > 10 else ""
+    )
+    return (
+        f"{len(unsaved)} file(s) written through {mountpoint} could not be saved to the store: "
+        f"{shown}; copies are in {recovery_dir}, and the next `memfs mount` of this store "
+        "saves them from the journal"
+    )
+
+
+def _unsaved_report(mountpoint: Path) -> None:
+    """Raise what the daemon that served ``mountpoint`` could not save, if anything."""
+    report = state.report_path(mountpoint)
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return
+    report.unlink(missing_ok=True)
+    unsaved = [str(p) for p in data.get("unsaved", [])]
+    if unsaved:
+        raise MountError(_unsaved_message(mountpoint, unsaved, str(data.get("recovery_dir", ""))))
 
 
 # --- stopping ------------------------------------------------------------------------
@@ -211,6 +272,7 @@ def stop(
         os.kill(record.pid, signal.SIGTERM)
     if spawn.wait_until(lambda: _gone(record.pid, mp), timeout):
         state.remove(mp, pid=record.pid)
+        _unsaved_report(mp)
         return
     if host.mount_entry(mp) is not None:
         try:
@@ -227,6 +289,7 @@ def stop(
             f"stop it with: kill -9 {record.pid}"
         )
     state.remove(mp, pid=record.pid)
+    _unsaved_report(mp)
 
 
 # --- reporting -----------------------------------------------------------------------

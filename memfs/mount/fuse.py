@@ -38,7 +38,9 @@ from types import ModuleType
 from typing import Any
 
 from memfs.errors import MountError
+from memfs.mount import state
 from memfs.mount.ops import MemfsOperations, MountOptions
+from memfs.mount.writes import Health
 from memfs.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -284,17 +286,23 @@ def serve(
     debug: bool = False,
     options: MountOptions | None = None,
     ready: Callable[[], None] | None = None,
-) -> None:
+    on_health: Callable[[Health], None] | None = None,
+) -> Health:
     """Mount ``store`` at ``mountpoint`` and serve until unmounted or SIGTERM/SIGINT/SIGHUP.
 
-    Buffered writes are committed before this returns. ``ready`` is called (from a helper
-    thread) once the mount answers. Raises MountError with a one-line, actionable message
-    when the mount cannot be made.
+    First saves whatever a daemon of this store that died had acknowledged (its
+    journal). Buffered writes are committed before this returns; the returned health
+    names every file that could not be (kept in the journal for the next mount).
+    ``ready`` is called (from a helper thread) once the mount answers; ``on_health``
+    whenever the set of unsaved files or the count of unexpected errors changes.
+    Raises MountError with a one-line, actionable message when the mount cannot be made.
     """
     options = options or MountOptions()
     mountpoint = os.path.abspath(mountpoint)
     _preflight(mountpoint)
     mfusepy, fuse_class = _load()
+    if options.journal_dir is None:
+        options = dataclasses.replace(options, journal_dir=str(state.journal_dir(store.url)))
     major = int(mfusepy.fuse_version_major)
     attr_timeout, entry_timeout = options.attr_timeout, options.entry_timeout
     if major < 3:
@@ -308,7 +316,20 @@ def serve(
     def caller_pid() -> int:
         return int(mfusepy.fuse_get_context()[2])
 
-    ops = MemfsOperations(store, options, caller_pid=caller_pid)
+    def caller_ids() -> tuple[int, int]:
+        uid, gid, _ = mfusepy.fuse_get_context()
+        return int(uid), int(gid)
+
+    ops = MemfsOperations(
+        store, options, caller_pid=caller_pid, caller_ids=caller_ids, on_health=on_health
+    )
+    recovered = ops.recover()
+    if recovered:
+        log.warning(
+            "memfs: saved %d file(s) from a daemon that stopped: %s",
+            len(recovered),
+            ", ".join(recovered[:20]),
+        )
     stop_ready = threading.Event()
     threads: list[threading.Thread] = []
     initialised = threading.Event()
@@ -356,6 +377,7 @@ def serve(
             ) from None
     finally:
         stop_ready.set()
-        ops.shutdown()
+        health = ops.shutdown()
         for t in threads:
             t.join(timeout=5)
+    return health

@@ -24,13 +24,39 @@ from __future__ import annotations
 
 import itertools
 import threading
-
-from memfs.mount.buffers import Buffer
+import time
+from dataclasses import dataclass, field
 
 # Files kept open across this many newer creates are rare (editors hold one or two).
 MAX_HANDLES = 1024
 # Orphans hold their file's data; fewer of them are kept.
 MAX_ORPHANS = 64
+
+
+@dataclass(slots=True, eq=False)
+class Orphan:
+    """The data of an unlinked file still open through a created handle: it lives here
+    until the handle goes, and never reaches the store (the file no longer exists)."""
+
+    path: str
+    data: bytearray
+    mode: int
+    mtime_ns: int = field(default_factory=time.time_ns)
+    uid: int | None = None
+    gid: int | None = None
+
+    def write(self, data: bytes, offset: int) -> None:
+        if offset > len(self.data):
+            self.data.extend(b"\0" * (offset - len(self.data)))
+        self.data[offset : offset + len(data)] = data
+        self.mtime_ns = time.time_ns()
+
+    def resize(self, size: int) -> None:
+        if size < len(self.data):
+            del self.data[size:]
+        else:
+            self.data.extend(b"\0" * (size - len(self.data)))
+        self.mtime_ns = time.time_ns()
 
 
 class Handles:
@@ -42,7 +68,7 @@ class Handles:
     def __init__(self) -> None:
         self._paths: dict[int, str] = {}  # insertion order is age order
         self._by_path: dict[str, set[int]] = {}
-        self._orphans: dict[int, Buffer] = {}
+        self._orphans: dict[int, Orphan] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -74,14 +100,14 @@ class Handles:
         with self._lock:
             return sorted(self._by_path.get(path, ()))
 
-    def orphan(self, fh: int, buf: Buffer) -> None:
+    def orphan(self, fh: int, buf: Orphan) -> None:
         with self._lock:
             self._drop_path(fh)
             self._orphans[fh] = buf
             while len(self._orphans) > MAX_ORPHANS:
                 del self._orphans[next(iter(self._orphans))]
 
-    def orphaned(self, fh: int | None) -> Buffer | None:
+    def orphaned(self, fh: int | None) -> Orphan | None:
         if not fh:
             return None
         with self._lock:

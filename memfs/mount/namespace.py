@@ -1,6 +1,7 @@
 """Namespace and attribute operations: mkdir, rmdir, unlink, symlink, rename, link,
 chmod, chown, utimens. A mixin of :class:`memfs.mount.ops.MemfsOperations`; every
-change to the tree commits the buffers it touches first, so the store sees one
+change to the tree first commits the pending writes it involves (the write path,
+:mod:`memfs.mount.writes`), so the store decides with everything in view and sees one
 consistent sequence.
 """
 
@@ -11,10 +12,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memfs.mount.buffers import Buffer, BufferTable, ReadCache
-from memfs.mount.handles import Handles
+from memfs.mount.handles import Handles, Orphan
 from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import op, rel
+from memfs.mount.readcache import ReadCache
+from memfs.mount.writes import Buffer, PendingWrites, check_new_name
 from memfs.store.base import Store
 
 T = TypeVar("T")
@@ -29,7 +31,7 @@ class NamespaceOps:
 
     store: Store
     _mutex: Any
-    _buffers: BufferTable
+    writes: PendingWrites
     _cache: ReadCache
     _handles: Handles
     _known_dirs: set[str]
@@ -54,7 +56,7 @@ class NamespaceOps:
 
         def _was_dir(self, p: str) -> bool: ...
 
-        def _check_new_name(self, path: str) -> None: ...
+        def _owner(self) -> tuple[int | None, int | None]: ...
 
         def _commit(self, p: str) -> None: ...
 
@@ -66,10 +68,19 @@ class NamespaceOps:
     @op
     def mkdir(self, path: str, mode: int) -> int:
         p = rel(path)
-        self._check_new_name(p)
+        check_new_name(p)
         author = self._author()
         self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777), (p,))
+        self._own_entry(p, author)
         return 0
+
+    def _own_entry(self, p: str, author: str) -> None:
+        """Record another user's ownership of an entry they just made (--allow-other)."""
+        uid, gid = self._owner()
+        if uid is not None or gid is not None:
+            self._mutate(
+                author, lambda: self.store.set_attrs(p, author=author, uid=uid, gid=gid), (p,)
+            )
 
     @op
     def rmdir(self, path: str) -> int:
@@ -79,8 +90,8 @@ class NamespaceOps:
             entry = self.store.stat(p)
             if not entry.is_dir:
                 raise OSError(errno.ENOTDIR, "not a directory")
-            if any(True for _ in self._buffers.pending_children(p)):
-                raise OSError(errno.ENOTEMPTY, "directory not empty")
+            # Files pending below count: the store then answers ENOTEMPTY for them.
+            self._commit_under(p)
             self._mutate(author, lambda: self.store.delete(p, author=author), (p,), (p,))
             with self._dirs_lock:
                 self._known_dirs.discard(p)
@@ -91,38 +102,49 @@ class NamespaceOps:
         p = rel(path)
         author = self._author()
         with self._mutex:
-            buf = self._buffers.drop(p)
-            self._cache.forget(p)
+            buf = self.writes.get(p)
             self._keep_open_data(p, buf)
-            if buf is not None and buf.base_rev == 0:
-                with self._meta.changing((p,)):
-                    pass  # the dropped buffer was the change
+            self._cache.forget(p)
+            if buf is not None and buf.created:
                 # Created and removed before it was ever committed (vim's 4913 probe,
                 # lock files): the store never needs to hear of it.
+                with self._meta.changing((p,)):
+                    self.writes.drop(p)
                 return 0
             entry = self.store.stat(p)
             if entry.is_dir:
                 raise OSError(errno.EISDIR, "is a directory")
             self._mutate(author, lambda: self.store.delete(p, author=author), (p,))
+            # Only once the store has let it go: a refused unlink keeps the writes.
+            self.writes.drop(p)
         return 0
 
     def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
-        """Give files created here and still open a private copy before ``p`` goes."""
+        """Give handles still open on the file at ``p`` a private copy of its data
+        before the name goes away (unlinked, or replaced by a rename)."""
         fhs = self._handles.open_on(p)
         if not fhs:
             return
-        if buf is None:
+        if buf is not None:
+            orphan = Orphan(p, bytearray(buf.data), buf.mode, buf.mtime_ns, buf.uid, buf.gid)
+        else:
+            entry = self.store.stat(p)
+            if not entry.is_file:
+                for fh in fhs:
+                    self._handles.release(fh)  # what they named is gone already
+                return
             data, entry = self.store.read(p)
-            buf = Buffer(p, bytearray(data), author="", base_rev=entry.rev, mode=entry.mode)
+            orphan = Orphan(p, bytearray(data), entry.mode, entry.mtime_ns, entry.uid, entry.gid)
         for fh in fhs:
-            self._handles.orphan(fh, buf)
+            self._handles.orphan(fh, orphan)
 
     @op
     def symlink(self, path: str, target: str) -> int:
         p = rel(path)
-        self._check_new_name(p)
+        check_new_name(p)
         author = self._author()
         self._mutate(author, lambda: self.store.symlink(p, target, author=author), (p,))
+        self._own_entry(p, author)
         return 0
 
     @op
@@ -132,15 +154,16 @@ class NamespaceOps:
             # doing a plain rename instead would destroy the destination.
             raise OSError(errno.EINVAL, "only RENAME_NOREPLACE is supported")
         src, dst = rel(old), rel(new)
-        self._check_new_name(dst)
+        check_new_name(dst)
         author = self._author()
         with self._mutex:
+            # Pending writes on both sides go first: the source's so they move with it,
+            # the destination's so its history keeps them and so a directory with
+            # pending files counts as not empty.
             self._commit_under(src)
-            if self._buffers.get(dst) is not None:
-                if flags & RENAME_NOREPLACE:
-                    raise OSError(errno.EEXIST, "destination exists")
-                # The destination is being replaced: commit it so its history keeps it.
-                self._commit(dst)
+            if flags & RENAME_NOREPLACE and self.writes.get(dst) is not None:
+                raise OSError(errno.EEXIST, "destination exists")
+            self._commit_under(dst)
             self._cache.forget_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
             # A moved directory takes its cached descendants' paths with it.
@@ -148,6 +171,9 @@ class NamespaceOps:
             # file created here and renamed (the editor's save) is a file: neither needs
             # a store query. The query stays for anything else.
             is_dir = self._was_dir(src) or (not self._handles.open_on(src) and self._is_dir(src))
+            if overwrite and not is_dir and self._handles.open_on(dst):
+                # Descriptors open on the file being replaced keep reading its data.
+                self._keep_open_data(dst, None)
             subtrees = (src, dst) if is_dir else ()
             self._mutate(
                 author,
@@ -173,8 +199,8 @@ class NamespaceOps:
         p = rel(path)
         author = self._author()
         with self._mutex:
-            buf = self._buffers.get(p)
-            if commit_first or (buf is not None and buf.base_rev == 0):
+            buf = self.writes.get(p)
+            if commit_first or (buf is not None and buf.created):
                 # Buffered content first: a file created here must exist in the store,
                 # and a later commit must not move the mtime set here.
                 self._commit(p)
@@ -183,14 +209,11 @@ class NamespaceOps:
     @op
     def chmod(self, path: str, mode: int) -> int:
         p = rel(path)
-        with self._mutex:
-            buf = self._buffers.get(p)
-            if buf is not None and buf.base_rev == 0:
-                # Created here and not committed yet (the temp-file-then-rename pattern
-                # chmods right after O_EXCL): the mode goes into the one commit to come,
-                # instead of an empty revision plus an attribute change now.
-                with self._meta.changing((p,)):
-                    buf.mode = mode & 0o7777
+        # Created here and not committed yet (the temp-file-then-rename pattern chmods
+        # right after O_EXCL): the mode goes into the one commit to come, instead of an
+        # empty revision plus an attribute change now.
+        with self._mutex, self._meta.changing((p,)):
+            if self.writes.chmod(p, mode & 0o7777):
                 return 0
         # The content does not depend on the mode: a pending write need not commit now.
         self._set_attrs(path, commit_first=False, mode=mode & 0o7777)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from memfs import errors
-from memfs.mount.buffers import Buffer
 from memfs.mount.options import errno_of
 from memfs.store.base import Entry
 
@@ -25,6 +24,17 @@ T = TypeVar("T")
 
 class _Counted(Protocol):
     _counter: Any
+
+
+class Pending(Protocol):
+    """Content not in the store yet: a write buffer, or an unlinked file's orphan."""
+
+    path: str
+    data: bytearray
+    mode: int
+    mtime_ns: int
+    uid: int | None
+    gid: int | None
 
 
 def op(method: Callable[..., T]) -> Callable[..., T]:
@@ -74,7 +84,7 @@ def parent_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def attrs_of(entry: Entry, buf: Buffer | None, uid: int, gid: int) -> dict[str, int]:
+def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str, int]:
     """fusepy's stat dict for ``entry``; a pending write buffer decides size and mtime.
     ``uid``/``gid`` stand in for entries that record no owner (the mounting user)."""
     if entry.kind == "dir":
@@ -101,7 +111,8 @@ def attrs_of(entry: Entry, buf: Buffer | None, uid: int, gid: int) -> dict[str, 
     }
 
 
-def pending_attrs(buf: Buffer, uid: int, gid: int) -> dict[str, int]:
+def pending_attrs(buf: Pending, uid: int, gid: int) -> dict[str, int]:
     """Attributes of a file that exists only as a buffer (created, not committed yet)."""
     now = buf.mtime_ns
-    return attrs_of(Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0), buf, uid, gid)
+    entry = Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0, buf.uid, buf.gid)
+    return attrs_of(entry, buf, uid, gid)

@@ -14,6 +14,7 @@ is logged with its traceback and becomes EIO.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -21,18 +22,19 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from memfs import errors
 from memfs.mount.authors import author_of
-from memfs.mount.buffers import BufferTable, QuietCommitter, ReadCache
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, op, parent_of, pending_attrs, rel
 from memfs.mount.options import MountOptions, errno_of
-from memfs.paths import parse_rel
+from memfs.mount.readcache import ReadCache
+from memfs.mount.writes import Health, PendingWrites
 from memfs.store.base import Change, Entry, Store
 
 __all__ = ["MemfsOperations", "MountOptions", "errno_of"]
@@ -70,23 +72,34 @@ class MemfsOperations(NamespaceOps):
         options: MountOptions | None = None,
         *,
         caller_pid: Callable[[], int] = os.getpid,
+        caller_ids: Callable[[], tuple[int, int]] | None = None,
+        on_health: Callable[[Health], None] | None = None,
     ) -> None:
         self.store = store
         self.options = options or MountOptions()
         self._caller_pid = caller_pid
+        self._uid = os.getuid()
+        self._gid = os.getgid()
+        self._caller_ids = caller_ids or (lambda: (self._uid, self._gid))
         self._counter = self.options.callback_counter
-        self._mutex = threading.RLock()
         self._own = OwnChanges(store)
         self._meta = MetaCache()
         self._statfs: tuple[float, dict[str, int]] | None = None
-        self._buffers = BufferTable(
-            store, self._mutex, lambda author, fn, path: self._tracked(author, fn, (path,))
+        journal = self.options.journal_dir
+        self.writes = PendingWrites(
+            store,
+            lambda author, fn, path: self._tracked(author, fn, (path,)),
+            journal_dir=None if journal is None else Path(journal),
+            recovery_dir=None if journal is None else Path(journal) / "recovered",
+            quiet_period=self.options.commit_quiet_period,
+            max_pending_bytes=self.options.max_pending_bytes,
+            on_health=on_health,
         )
+        # One lock for the tree and its pending writes: a namespace operation and the
+        # commits it needs happen as one step.
+        self._mutex = self.writes.lock
         self._cache = ReadCache()
         self._handles = Handles()
-        self._uid = os.getuid()
-        self._gid = os.getgid()
-        self._committer = QuietCommitter(self._buffers, self.options.commit_quiet_period)
         self._follower: ChangeFollower | None = None
         self._invalidate: Callable[[str], None] | None = None
         self._known_dirs: set[str] = {""}
@@ -97,10 +110,14 @@ class MemfsOperations(NamespaceOps):
             self.opendir = None
 
     # --- lifecycle (called by memfs.mount.fuse, not by the kernel) ---------------------
+    def recover(self) -> list[str]:
+        """Save what a daemon that died had acknowledged (before serving)."""
+        return self.writes.recover()
+
     def start(self, invalidate: Callable[[str], None] | None) -> None:
         """Start the committer and, if the kernel can be told, the change follower."""
         self._invalidate = invalidate
-        self._committer.start()
+        self.writes.start()
         if invalidate is not None:
             self.store.defer_maintenance()  # the follower calls maintain() from now on
             self._follower = ChangeFollower(
@@ -108,13 +125,12 @@ class MemfsOperations(NamespaceOps):
             )
             self._follower.start()
 
-    def shutdown(self) -> None:
-        """Commit every buffer and stop the background threads (idempotent)."""
+    def shutdown(self) -> Health:
+        """Commit every buffer and stop the background threads (idempotent); the health
+        it returns names every file that could not be saved."""
         if self._follower is not None:
             self._follower.stop()
-        self._committer.stop()
-        with self._mutex:
-            self._buffers.commit_all()
+        return self.writes.close()
 
     def destroy(self, path: str) -> None:
         self.shutdown()
@@ -149,13 +165,11 @@ class MemfsOperations(NamespaceOps):
         except (OSError, errors.StoreError):
             return False
 
-    def _check_new_name(self, path: str) -> None:
-        """Refuse a name the model could not address (EINVAL), with a one-line warning."""
-        try:
-            parse_rel(path)
-        except errors.PathError as e:
-            log.warning("memfs: refused to create %r: %s", path, e)
-            raise OSError(errno.EINVAL, str(e)) from None
+    def _owner(self) -> tuple[int | None, int | None]:
+        """The caller's ids to record on a new entry, or None where they are the mounting
+        user's (entries that record no owner show the mounting user)."""
+        uid, gid = self._caller_ids()
+        return (None if uid == self._uid else uid), (None if gid == self._gid else gid)
 
     def _foreign_changes(self, changes: Iterable[Change]) -> None:
         # An ordered set: a burst from another writer (a git checkout) touches many paths.
@@ -199,13 +213,17 @@ class MemfsOperations(NamespaceOps):
         # No lock: a dict lookup is atomic, and a commit racing with this bumps the
         # generation, so the entry read below is fresh either way. (Taking the mutex
         # here made every lookup wait for the committer's store writes.)
-        buf = self._buffers.get(p)
-        if buf is not None and buf.base_rev == 0:
+        buf = self.writes.get(p)
+        if buf is not None and buf.created:
             return pending_attrs(buf, self._uid, self._gid)
         entry = self._stat(p)
         if entry.kind == "dir":
             with self._dirs_lock:
                 self._known_dirs.add(p)
+            touched = self.writes.dir_mtime(p)
+            if touched is not None and touched > entry.mtime_ns:
+                # A file created or removed here is not in the store yet.
+                entry = dataclasses.replace(entry, mtime_ns=touched, ctime_ns=touched)
         return attrs_of(entry, buf, self._uid, self._gid)
 
     @op
@@ -238,8 +256,7 @@ class MemfsOperations(NamespaceOps):
             return hit
         # Uncommitted files first, the store second: a file committed in between is
         # then in the store's answer. (The other order loses it from this listing.)
-        with self._mutex:
-            pending = [b.path.rsplit("/", 1)[-1] for b in self._buffers.pending_children(p)]
+        pending = self.writes.created_in(p)
         names = [(".", stat.S_IFDIR), ("..", stat.S_IFDIR)]
         seen: set[str] = set()
         entries = self.store.listdir(p)
@@ -276,7 +293,7 @@ class MemfsOperations(NamespaceOps):
         if orphan is not None:
             return bytes(orphan.data[offset : offset + size])
         p = rel(path)
-        buf = self._buffers.get(p)
+        buf = self.writes.get(p)
         if buf is not None:
             return bytes(buf.data[offset : offset + size])
         data = self._cache.get(p)
@@ -319,16 +336,15 @@ class MemfsOperations(NamespaceOps):
     @op
     def create(self, path: str, mode: int, flags: int = 0) -> int:
         p = rel(path)
-        self._check_new_name(p)
         author = self._author()
+        uid, gid = self._owner()
         with self._mutex:
             # The kernel has just looked the parent up, so it is cached: no store query.
             parent = self._stat(parent_of(p))
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             with self._meta.changing((p,)):
-                self._buffers.create(p, mode & 0o7777, author)
-        self._committer.poke()
+                self.writes.create(p, mode & 0o7777, author, uid, gid)
         # The only requests with a real file handle in no-open mode: see handles.py.
         return self._handles.new(p)
 
@@ -339,65 +355,41 @@ class MemfsOperations(NamespaceOps):
 
     @op
     def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
-        pid = self._caller_pid()
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
-            orphan.write(data, offset, orphan.author)
+            orphan.write(data, offset)
             return len(data)
         p = rel(path)
-        with self._mutex:
-            buf = self._buffers.get(p)
-            author = buf.author if buf is not None and f"(pid {pid})" in buf.author else None
-            if author is None:
-                author = author_of(pid)
-            if buf is None:
-                buf = self._buffers.open(p, author)
-                self._cache.forget(p)
-                new = True
-            else:
-                new = False
-            buf.write(data, offset, author)
-        if new:
-            self._committer.poke()
-        return len(data)
+        if self.writes.get(p) is None:
+            self._cache.forget(p)
+        return self.writes.write(p, data, offset, self._author())
 
     @op
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
-            orphan.resize(length, orphan.author)
+            orphan.resize(length)
             return 0
         p = rel(path)
-        author = self._author()
-        with self._mutex:
-            buf = self._buffers.get(p)
-            if buf is None:
-                entry = self.store.stat(p)
-                if entry.is_file and entry.size == length:
-                    return 0
-                buf = self._buffers.open_empty(p, author) if length == 0 else None
-                if buf is None:
-                    buf = self._buffers.open(p, author)
-                self._cache.forget(p)
-            buf.resize(length, author)
-        self._committer.poke()
+        if self.writes.get(p) is None:
+            self._cache.forget(p)
+        self.writes.truncate(p, length, self._author())
         return 0
 
     @op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
-        if path is None and self._handles.orphaned(fh) is not None:
+        if path is None:
             return 0  # an unlinked file has nowhere to be committed to
-        with self._mutex:
-            self._commit(rel(path))
+        self._commit(rel(path))
         return 0
 
-    def _flush(self, path: str, fh: int) -> int:
+    def _flush(self, path: str | None, fh: int) -> int:
         return self.fsync(path, 0, fh)
 
     def _commit(self, p: str) -> None:
-        self._buffers.commit(p)
+        self.writes.commit(p)
         self._cache.forget(p)
 
     def _commit_under(self, p: str) -> None:
-        self._buffers.commit_under(p)
+        self.writes.commit_under(p)
         self._cache.forget_under(p)

@@ -18,11 +18,10 @@ class MountOptions:
     negative_timeout: 0 so a name created elsewhere is found at once.
     commit_quiet_period: a buffered write reaches the store this long after the last
         write to that file (fsync commits at once). Every commit is one atomic revision
-        of the whole file, so a crash (kill -9) never leaves a mix of two versions; it
-        loses the writes of at most this last window. The price of not hearing close()
-        in no-open mode: a program that stalls longer than this in the middle of
-        rewriting a file gets that intermediate state committed (and left behind by a
-        crash); fsync, or commit_on_close, makes a version definitive.
+        of the whole file. A crash loses nothing acknowledged: the journal holds every
+        write until its commit (see memfs.mount.writes). The price of not hearing
+        close() in no-open mode: a program that stalls longer than this in the middle of
+        rewriting a file gets that intermediate state committed as a revision.
     commit_on_close: also commit on every close() (registers FLUSH: one Python callback
         per close, read-only opens included). close() then means committed.
     poll_interval: how often the change feed is read; bounds staleness for readers.
@@ -30,6 +29,13 @@ class MountOptions:
         (default) means on with libfuse >= 3.16 and off before: older high-level APIs
         drop the flag (libfuse issue #821, fixed by PR #822), so it would only cost an
         opendir callback per directory. Listings are cached in the daemon either way.
+    journal_dir: where the daemon journals acknowledged writes until they are committed
+        (and where a dead daemon's journal is found); None picks the state directory's
+        ``journal/<store>`` (see memfs.mount.fuse.serve).
+    max_pending_bytes: the most data held for commit at once; past it, writes commit
+        other files first, then answer ENOSPC (the daemon's memory stays bounded).
+    allow_other: let other users use the mount (with default_permissions, so the kernel
+        checks modes); their new entries are recorded as theirs.
     callback_counter: if given, every callback increments it, and its ``<name>.ns`` key
         by the nanoseconds spent inside the operation (benchmarks).
     """
@@ -43,6 +49,8 @@ class MountOptions:
     cache_readdir: bool | None = None
     auto_unmount: bool = True
     allow_other: bool = False
+    journal_dir: str | None = None
+    max_pending_bytes: int = 256 << 20
     callback_counter: Counter[str] | None = None
 
 

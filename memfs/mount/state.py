@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,6 +41,11 @@ class MountRecord:
     log_path: str
     started: float  # seconds since the epoch
     version: str = __version__
+    # Files the daemon acknowledged but could not save yet (kept in its journal and a
+    # copy under recovery_dir), and unexpected errors it logged: `memfs status` shows them.
+    unsaved: tuple[str, ...] = ()
+    errors: int = 0
+    recovery_dir: str = ""
 
     @property
     def alive(self) -> bool:
@@ -130,10 +136,22 @@ def log_path(mountpoint: str | os.PathLike[str]) -> Path:
     return state_dir() / f"{_key(normalize(mountpoint))}.log"
 
 
+def journal_dir(store_url: str) -> Path:
+    """Where mounts of ``store_url`` journal acknowledged writes (one file per daemon),
+    so that the next mount of the same store finds what a dead daemon left."""
+    digest = hashlib.sha256(store_url.encode("utf-8", "surrogateescape")).hexdigest()
+    return state_dir() / "journal" / digest[:24]
+
+
+def report_path(mountpoint: str | os.PathLike[str]) -> Path:
+    """What a daemon could not save when it stopped, for `memfs umount` to tell."""
+    return state_dir() / f"{_key(normalize(mountpoint))}.unsaved"
+
+
 def write(record: MountRecord) -> None:
     """Store ``record`` atomically (a reader never sees half a file)."""
     target = record_path(record.mountpoint)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
     os.replace(tmp, target)
 
@@ -160,6 +178,9 @@ def _load(path: Path) -> MountRecord | None:
             log_path=str(data["log_path"]),
             started=float(data["started"]),
             version=str(data.get("version", "")),
+            unsaved=tuple(str(p) for p in data.get("unsaved", ())),
+            errors=int(data.get("errors", 0)),
+            recovery_dir=str(data.get("recovery_dir", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,0 +1,226 @@
+"""The mount's write-ahead journal: every acknowledged change to a buffer, on disk first.
+
+A FUSE ``write`` (or ``create``, ``truncate``, ``chmod`` of an uncommitted file) returns
+only after its record is in this file, appended with one ``write(2)``. The page cache
+keeps what a write(2) wrote when the process dies, so a daemon killed with ``kill -9``
+(or OOM-killed, or crashed) leaves every acknowledged change here; the next mount of the
+same store replays it (:func:`replay`) and commits the files. Power loss is not covered
+by the journal (no fsync per write, like any disk's page cache); fsync of a file
+commits it to the store, whose ``synchronous`` setting says how durable that is.
+
+Format: records of ``crc32 (4) | length (4) | type (1) | payload``, little-endian; the
+CRC covers length, type and payload. Replay stops at the first record that is short or
+fails its CRC: only the last record can be torn, and it was never acknowledged (its
+write(2) had not returned when the process died).
+
+Each daemon writes its own file, ``<dir>/<pid>-<n>.journal``, and holds an exclusive
+``flock`` on it while it runs. A journal nobody holds belongs to a daemon that is gone:
+:func:`orphans` finds those for recovery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_HEAD = struct.Struct("<IIB")  # crc, length of type + payload, type
+_OPEN = struct.Struct("<QqIB")  # id, base_rev, mode, flags; then path and author
+_POS = struct.Struct("<QQ")  # id, offset or size
+_MODE = struct.Struct("<QI")
+_ID = struct.Struct("<Q")
+_TEXT = struct.Struct("<H")
+
+OPEN, WRITE, TRUNCATE, MODE, DONE = 1, 2, 3, 4, 5
+# OPEN flags. CREATED: the file did not exist in the store (commit must create it).
+# WHOLE: the journal holds the whole content from here on; no base to load at replay.
+CREATED, WHOLE = 1, 2
+
+SUFFIX = ".journal"
+
+
+def _text(value: str) -> bytes:
+    raw = value.encode("utf-8", "surrogateescape")
+    return _TEXT.pack(len(raw)) + raw
+
+
+@dataclass(slots=True)
+class Recovered:
+    """One buffer rebuilt from a journal: what its writer had been acknowledged."""
+
+    path: str
+    author: str
+    base_rev: int
+    mode: int
+    created: bool
+    whole: bool
+    data: bytearray = field(default_factory=bytearray)
+
+
+class Journal:
+    """The append side, owned by one daemon (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory = directory
+        for n in range(1000):
+            path = directory / f"{os.getpid()}-{n}{SUFFIX}"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+            except FileExistsError:
+                continue
+            break
+        else:  # pragma: no cover - a thousand journals of one pid cannot all exist
+            raise OSError(errno.EEXIST, "no free journal name", str(directory))
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.path = path
+        self._fd = fd
+        self.size = 0
+
+    # --- records ------------------------------------------------------------------------
+    def opened(
+        self, ident: int, path: str, author: str, base_rev: int, mode: int, flags: int
+    ) -> None:
+        body = _OPEN.pack(ident, base_rev, mode, flags) + _text(path) + _text(author)
+        self._append(OPEN, body)
+
+    def wrote(self, ident: int, offset: int, data: bytes | bytearray | memoryview) -> None:
+        self._append(WRITE, _POS.pack(ident, offset), data)
+
+    def truncated(self, ident: int, size: int) -> None:
+        self._append(TRUNCATE, _POS.pack(ident, size))
+
+    def moded(self, ident: int, mode: int) -> None:
+        self._append(MODE, _MODE.pack(ident, mode))
+
+    def done(self, ident: int) -> None:
+        self._append(DONE, _ID.pack(ident))
+
+    def _append(self, kind: int, body: bytes, data: bytes | bytearray | memoryview = b"") -> None:
+        length = 1 + len(body) + len(data)
+        crc = zlib.crc32(data, zlib.crc32(body, zlib.crc32(struct.pack("<IB", length, kind))))
+        head = _HEAD.pack(crc, length, kind)
+        want = 8 + length  # crc and length, then the type and payload they cover
+        try:
+            wrote = os.writev(self._fd, [head, body, data] if data else [head, body])
+        except OSError:
+            self._cut()
+            raise
+        if wrote != want:
+            # A short append (the disk filled mid-record): take it back, so the journal
+            # never holds a half record before later whole ones, and refuse the call.
+            self._cut()
+            raise OSError(errno.ENOSPC, "the journal's disk is full")
+        self.size += want
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self.size)
+
+    # --- housekeeping -------------------------------------------------------------------
+    def reset(self) -> None:
+        """Nothing is pending any more: start the file over (cheap, keeps it bounded)."""
+        if self.size:
+            os.ftruncate(self._fd, 0)
+            self.size = 0
+
+    def close(self, *, keep: bool) -> None:
+        """Stop appending; ``keep`` leaves the file for the next mount to replay."""
+        if self._fd < 0:
+            return
+        if not keep:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        os.close(self._fd)
+        self._fd = -1
+
+
+def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
+    """Journals in ``directory`` whose daemon is gone, each yielded while this process
+    holds its lock (as an fd, closed after the caller's step): nobody else replays it."""
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*" + SUFFIX), key=lambda p: p.stat().st_mtime_ns):
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live daemon's journal
+            if not path.exists():
+                continue  # replayed and removed by another process just now
+            yield path, fd
+        finally:
+            os.close(fd)
+
+
+def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
+    """The buffers a journal left pending (opened and not done), in opening order.
+
+    ``base(path, rev)`` gives the content a buffer of an existing file started from (its
+    writes are offsets into it); it is asked only for buffers that were not WHOLE."""
+    data = path.read_bytes()
+    live: dict[int, Recovered] = {}
+    pos = 0
+    while pos + _HEAD.size <= len(data):
+        crc, length, kind = _HEAD.unpack_from(data, pos)
+        end = pos + 8 + length
+        if length < 1 or end > len(data):
+            break
+        if zlib.crc32(data[pos + 4 : end]) != crc:
+            break
+        body = memoryview(data)[pos + _HEAD.size : end]
+        pos = end
+        if kind == OPEN:
+            ident, base_rev, mode, flags = _OPEN.unpack_from(body)
+            at = _OPEN.size
+            (n,) = _TEXT.unpack_from(body, at)
+            name = bytes(body[at + 2 : at + 2 + n]).decode("utf-8", "surrogateescape")
+            at += 2 + n
+            (n,) = _TEXT.unpack_from(body, at)
+            author = bytes(body[at + 2 : at + 2 + n]).decode("utf-8", "surrogateescape")
+            whole = bool(flags & (WHOLE | CREATED))
+            buf = Recovered(name, author, base_rev, mode, bool(flags & CREATED), whole)
+            if not whole:
+                buf.data = bytearray(base(name, base_rev))
+            live[ident] = buf
+            continue
+        (ident,) = _ID.unpack_from(body)
+        buf = live.get(ident)
+        if buf is None:
+            continue
+        if kind == WRITE:
+            (_, offset) = _POS.unpack_from(body)
+            chunk = body[_POS.size :]
+            if offset > len(buf.data):
+                buf.data.extend(b"\0" * (offset - len(buf.data)))
+            buf.data[offset : offset + len(chunk)] = chunk
+        elif kind == TRUNCATE:
+            (_, size) = _POS.unpack_from(body)
+            if size < len(buf.data):
+                del buf.data[size:]
+            else:
+                buf.data.extend(b"\0" * (size - len(buf.data)))
+        elif kind == MODE:
+            buf.mode = _MODE.unpack_from(body)[1]
+        elif kind == DONE:
+            del live[ident]
+    return list(live.values())
+
+
+def quarantine(path: Path) -> Path:
+    """Set a journal aside that could not be replayed whole, so no later mount retries
+    it forever; the file stays for a person (named in the log)."""
+    target = path.with_name(f"{path.stem}.failed-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, target)
+    return target

@@ -1,0 +1,594 @@
+"""The mount's write path: every byte from the first write call to its revision, in one
+owner. The FUSE operations only translate calls to :class:`PendingWrites`.
+
+The promises, and where each is kept:
+
+1. **Acknowledged is durable.** :meth:`PendingWrites.create`, :meth:`write`,
+   :meth:`truncate` and :meth:`chmod` append their change to the daemon's journal
+   (:mod:`memfs.mount.journal`) before they return; a daemon that dies leaves the
+   journal, and :meth:`recover` (run by the next mount before it serves) puts every
+   pending file into the store, attributed to its writer. Everything else the mount
+   acknowledges (mkdir, rename, unlink, symlink, attributes) is its own store
+   transaction, done before the call returns.
+2. **Refused when asked, never later.** The file-size cap is checked by the call that
+   would pass it (EFBIG, a huge ``truncate`` too); a name the gate refuses is refused by
+   the call that makes it (EINVAL, ENAMETOOLONG for a limit); a full journal disk and
+   the bound on buffered bytes answer ENOSPC. Directory renames and removals commit
+   what is pending below them first, so the store decides with everything in view
+   (ENOTEMPTY, ENAMETOOLONG for a descendant carried past a limit).
+3. **Nothing is dropped.** A commit that fails after the fact keeps the buffer (and its
+   journal records), writes a copy under ``recovery_dir``, logs it, and makes the next
+   write, truncate or fsync of that file fail with the error; the committer retries it.
+   :meth:`close` names every file it could not save, and their journal stays for the
+   next mount. The committer thread logs and counts any unexpected error and goes on.
+   Buffered bytes are bounded (:attr:`max_pending_bytes`).
+4. **One revision per save, per writer.** A write or truncate by another program than
+   the one whose changes a buffer holds commits that buffer first; one program's burst
+   (an editor's save) stays one revision, committed on fsync, before any namespace
+   operation that involves the file, or ``quiet_period`` after its last write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memfs.errors import AlreadyExists, Conflict, NotFound, PathError, PathTooLong
+from memfs.mount import journal as jr
+from memfs.mount.options import errno_of
+from memfs.paths import parse_rel
+from memfs.store.base import Entry, Store
+
+log = logging.getLogger(__name__)
+
+# (author, mutation, path): runs a store mutation on the mount's behalf, so the mount
+# can tell its own changes from other writers' on the change feed.
+CommitHook = Callable[[str, Callable[[], Entry], str], Entry]
+
+DEFAULT_MAX_PENDING_BYTES = 256 << 20
+# A journal this much larger than what is pending is rewritten from the buffers.
+COMPACT_AT_BYTES = 64 << 20
+RETRY_S = 1.0
+TOUCHED_DIRS = 4096
+
+
+@dataclass(slots=True, eq=False)
+class Buffer:
+    """The pending content of one file; ``created``: not in the store yet."""
+
+    ident: int
+    path: str
+    data: bytearray
+    author: str
+    base_rev: int
+    mode: int
+    created: bool
+    uid: int | None = None
+    gid: int | None = None
+    dirty: bool = True
+    last_write: float = field(default_factory=time.monotonic)
+    mtime_ns: int = field(default_factory=time.time_ns)
+    failed: BaseException | None = None
+    retry_at: float = 0.0
+
+    def touch(self) -> None:
+        self.dirty = True
+        self.last_write = time.monotonic()
+        self.mtime_ns = time.time_ns()
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What a person must hear about: files not in the store yet, and unexpected errors."""
+
+    unsaved: tuple[str, ...] = ()
+    errors: int = 0
+    recovery_dir: str = ""
+
+
+def check_new_name(path: str) -> None:
+    """Refuse a name the model could not address, as the store would, with its errno."""
+    try:
+        parse_rel(path)
+    except PathTooLong as e:
+        raise OSError(errno.ENAMETOOLONG, str(e)) from None
+    except PathError as e:
+        log.warning("memfs: refused to create %r: %s", path, e)
+        raise OSError(errno.EINVAL, str(e)) from None
+
+
+def same_writer(a: str, b: str) -> bool:
+    """Whether two author strings name one process: the ``(pid N)`` part decides, since a
+    process that execs (``bash`` becoming ``cat`` after ``cat > f``) changes its name."""
+    return a.rpartition(" (pid ")[2] == b.rpartition(" (pid ")[2]
+
+
+class PendingWrites:
+    """Buffers keyed by store path, with their journal and their committer.
+
+    ``lock`` is the mount's mutex: every method but :meth:`get`, :meth:`created_in` and
+    :meth:`dir_mtime` (lock-free reads) takes it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_mutation: CommitHook,
+        *,
+        journal_dir: Path | None,
+        recovery_dir: Path | None = None,
+        quiet_period: float = 0.1,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        on_health: Callable[[Health], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.lock = threading.RLock()
+        self._run = run_mutation
+        self._journal_dir = journal_dir
+        self._journal: jr.Journal | None = None
+        self.recovery_dir = recovery_dir
+        self.quiet_period = quiet_period
+        cap = store.max_file_bytes or 0
+        self.max_pending_bytes = max(max_pending_bytes, 2 * cap)
+        self._on_health = on_health
+        self._bufs: dict[str, Buffer] = {}
+        self._created: dict[str, dict[str, None]] = {}  # parent -> names not in the store
+        self._touched: OrderedDict[str, int] = OrderedDict()  # dir -> mtime of a change
+        self._bytes = 0
+        self._unsaved: set[str] = set()
+        self._ids = itertools.count(1)
+        self.errors = 0
+        self._health = Health()
+        self._wake = threading.Event()
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- lock-free reads ------------------------------------------------------------------
+    def get(self, path: str) -> Buffer | None:
+        return self._bufs.get(path)
+
+    def created_in(self, parent: str) -> list[str]:
+        """Names of files created in ``parent`` and not committed yet (for listings)."""
+        return list(self._created.get(parent, ()))
+
+    def dir_mtime(self, path: str) -> int | None:
+        """When a pending create or drop last changed directory ``path`` (the store's
+        mtime of the directory moves only when the file is committed)."""
+        return self._touched.get(path)
+
+    def __len__(self) -> int:
+        return len(self._bufs)
+
+    # --- calls from FUSE operations --------------------------------------------------------
+    def create(self, path: str, mode: int, author: str, uid: int | None, gid: int | None) -> None:
+        check_new_name(path)
+        with self.lock:
+            old = self._bufs.get(path)
+            if old is not None:
+                self._settle(old)
+            buf = Buffer(next(self._ids), path, bytearray(), author, 0, mode, True, uid, gid)
+            self._log().opened(buf.ident, path, author, 0, mode, jr.CREATED)
+            self._add(buf)
+        self._wake.set()
+
+    def write(self, path: str, data: bytes, offset: int, author: str) -> int:
+        end = offset + len(data)
+        self._check_size(path, end)
+        with self.lock:
+            buf = self._writable(path, author, whole=False)
+            self._reserve(buf, end)
+            self._log().wrote(buf.ident, offset, data)
+            if offset > len(buf.data):
+                buf.data.extend(b"\0" * (offset - len(buf.data)))
+            old = len(buf.data)
+            buf.data[offset:end] = data
+            self._bytes += len(buf.data) - old
+            buf.touch()
+        self._wake.set()
+        return len(data)
+
+    def truncate(self, path: str, size: int, author: str) -> None:
+        self._check_size(path, size)
+        with self.lock:
+            buf = self._bufs.get(path)
+            if buf is None:
+                entry = self.store.stat(path)
+                if entry.is_file and entry.size == size:
+                    return
+            buf = self._writable(path, author, whole=size == 0)
+            self._reserve(buf, size)
+            self._log().truncated(buf.ident, size)
+            old = len(buf.data)
+            if size < old:
+                del buf.data[size:]
+            else:
+                buf.data.extend(b"\0" * (size - old))
+            self._bytes += size - old
+            buf.touch()
+        self._wake.set()
+
+    def chmod(self, path: str, mode: int) -> bool:
+        """Set the mode of a file not in the store yet; False if it is in the store."""
+        with self.lock:
+            buf = self._bufs.get(path)
+            if buf is None or not buf.created:
+                return False
+            self._log().moded(buf.ident, mode)
+            buf.mode = mode
+            return True
+
+    def drop(self, path: str) -> Buffer | None:
+        """Forget the buffer of ``path`` (its file is being unlinked)."""
+        with self.lock:
+            buf = self._bufs.get(path)
+            if buf is None:
+                return None
+            self._remove(buf)
+            if buf.created:
+                self._touch_dir(path)
+            return buf
+
+    def commit(self, path: str) -> None:
+        """Commit ``path`` now (fsync, or a namespace operation that involves it); raise
+        the store's error if it is refused (the data stays)."""
+        with self.lock:
+            buf = self._bufs.get(path)
+            if buf is not None:
+                self._commit(buf)
+
+    def commit_under(self, prefix: str) -> None:
+        """Commit ``prefix`` and everything below it (before a directory operation)."""
+        below = prefix + "/" if prefix else ""
+        with self.lock:
+            for path in [p for p in self._bufs if p == prefix or p.startswith(below)]:
+                buf = self._bufs.get(path)
+                if buf is not None:
+                    self._commit(buf)
+
+    # --- inside the lock --------------------------------------------------------------------
+    def _log(self) -> jr.Journal:
+        if self._journal is None:
+            if self._journal_dir is None:
+                raise RuntimeError("the write path was not started")
+            self._journal = jr.Journal(self._journal_dir)
+        return self._journal
+
+    def _check_size(self, path: str, size: int) -> None:
+        cap = self.store.max_file_bytes
+        if cap is not None and size > cap:
+            raise OSError(errno.EFBIG, f"{path} would be {size} bytes; the limit is {cap}")
+
+    def _writable(self, path: str, author: str, *, whole: bool) -> Buffer:
+        """The buffer that takes ``author``'s next change to ``path``."""
+        buf = self._bufs.get(path)
+        if buf is not None and buf.failed is not None:
+            raise OSError(errno_of(buf.failed), f"{path} could not be saved: {buf.failed}")
+        if buf is not None and buf.dirty and not same_writer(buf.author, author):
+            # Another program's change: what the first one wrote is its own revision.
+            self._commit(buf)
+            buf = None
+        if buf is not None:
+            buf.author = author
+            return buf
+        entry = self.store.stat(path)
+        if not entry.is_file:
+            self.store.read(path)  # raises the precise error (IsADirectory, NotFound)
+        content = b"" if whole else self.store.read(path)[0]
+        buf = Buffer(
+            next(self._ids), path, bytearray(content), author, entry.rev, entry.mode, False
+        )
+        buf.dirty = False
+        self._log().opened(buf.ident, path, author, entry.rev, entry.mode, jr.WHOLE if whole else 0)
+        self._add(buf)
+        return buf
+
+    def _reserve(self, buf: Buffer, size: int) -> None:
+        """Make room for ``buf`` to grow to ``size``: commit other buffers, oldest first,
+        or refuse with ENOSPC when that cannot free enough."""
+        growth = size - len(buf.data)
+        if growth <= 0 or self._bytes + growth <= self.max_pending_bytes:
+            return
+        for other in sorted(self._bufs.values(), key=lambda b: b.last_write):
+            if self._bytes + growth <= self.max_pending_bytes:
+                return
+            if other is not buf and other.failed is None:
+                with contextlib.suppress(Exception):
+                    self._commit(other)
+        if self._bytes + growth > self.max_pending_bytes:
+            raise OSError(errno.ENOSPC, "too much data is waiting to be saved")
+
+    def _add(self, buf: Buffer) -> None:
+        self._bufs[buf.path] = buf
+        self._bytes += len(buf.data)
+        if buf.created:
+            parent, _, name = buf.path.rpartition("/")
+            self._created.setdefault(parent, {})[name] = None
+            self._touch_dir(buf.path)
+
+    def _remove(self, buf: Buffer) -> None:
+        if self._bufs.get(buf.path) is not buf:
+            return
+        del self._bufs[buf.path]
+        self._bytes -= len(buf.data)
+        self._unsaved.discard(buf.path)
+        if buf.created:
+            parent, _, name = buf.path.rpartition("/")
+            names = self._created.get(parent)
+            if names is not None:
+                names.pop(name, None)
+                if not names:
+                    del self._created[parent]
+        journal = self._log()
+        journal.done(buf.ident)
+        if not self._bufs:
+            journal.reset()
+        elif journal.size > max(COMPACT_AT_BYTES, 4 * self._bytes):
+            self._compact()
+
+    def _touch_dir(self, path: str) -> None:
+        parent = path.rpartition("/")[0]
+        self._touched[parent] = time.time_ns()
+        self._touched.move_to_end(parent)
+        while len(self._touched) > TOUCHED_DIRS:
+            self._touched.popitem(last=False)
+
+    def _settle(self, buf: Buffer) -> None:
+        """Commit ``buf`` if it holds changes, else let it go."""
+        if buf.dirty:
+            self._commit(buf)
+        else:
+            self._remove(buf)
+
+    def _commit(self, buf: Buffer) -> None:
+        if not buf.dirty:
+            self._remove(buf)
+            return
+        data = bytes(buf.data)
+        try:
+            entry = self._store_write(buf, data)
+        except Exception as e:
+            self._failed(buf, data, e)
+            raise
+        if buf.failed is not None:
+            log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
+            self._forget_copy(buf.path)
+            buf.failed = None
+            self._unsaved.discard(buf.path)
+        if buf.uid is not None or buf.gid is not None:
+            # Made by another user through --allow-other: the entry is theirs.
+            self._run(
+                buf.author,
+                lambda: self.store.set_attrs(buf.path, author=buf.author, uid=buf.uid, gid=buf.gid),
+                buf.path,
+            )
+        self._remove(buf)
+        self._publish()
+
+    def _store_write(self, buf: Buffer, data: bytes) -> Entry:
+        def attempt(expected: int | None) -> Entry:
+            return self.store.write(
+                buf.path,
+                data,
+                author=buf.author,
+                expected_rev=expected,
+                mode=buf.mode if buf.created else None,
+                parents=expected is None,
+            )
+
+        try:
+            return self._run(buf.author, lambda: attempt(buf.base_rev), buf.path)
+        except (Conflict, AlreadyExists, NotFound) as e:
+            # Another writer changed or removed the file since this buffer was loaded. A
+            # file system's last writer wins; the other version stays in the history.
+            log.warning(
+                "memfs: %s changed elsewhere while %s was writing it (%s); keeping the "
+                "newer write, the other version stays in the history",
+                buf.path,
+                buf.author,
+                type(e).__name__,
+            )
+            return self._run(buf.author, lambda: attempt(None), buf.path)
+
+    def _failed(self, buf: Buffer, data: bytes, exc: BaseException) -> None:
+        first = buf.failed is None
+        buf.failed = exc
+        buf.retry_at = time.monotonic() + RETRY_S
+        self._unsaved.add(buf.path)
+        if first:
+            # Writes to a failed file are refused, so its data cannot change: one copy.
+            copy = self._keep_copy(buf.path, data)
+            log.error(
+                "memfs: could not save %s (%s): the data is kept%s and will be retried",
+                buf.path,
+                exc,
+                f" in {copy}" if copy else "",
+            )
+        self._publish()
+
+    def _keep_copy(self, path: str, data: bytes) -> Path | None:
+        """A person-readable copy of a file the store refused, under ``recovery_dir``."""
+        if self.recovery_dir is None:
+            return None
+        target = self.recovery_dir / path
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = target.with_name(f".{target.name}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except OSError as e:
+            log.error("memfs: could not keep a copy of %s in %s: %s", path, target, e)
+            return None
+        return target
+
+    def _forget_copy(self, path: str) -> None:
+        if self.recovery_dir is not None:
+            with contextlib.suppress(OSError):
+                (self.recovery_dir / path).unlink()
+
+    def _compact(self) -> None:
+        """Rewrite the journal from the buffers: it never grows past what is pending."""
+        old = self._log()
+        fresh = jr.Journal(old.directory)
+        for buf in self._bufs.values():
+            flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
+            fresh.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
+            fresh.wrote(buf.ident, 0, buf.data)
+        self._journal = fresh
+        old.close(keep=False)
+
+    def _publish(self) -> None:
+        if self.errors == self._health.errors and self._unsaved == set(self._health.unsaved):
+            return
+        unsaved = tuple(sorted(self._unsaved))
+        health = Health(unsaved, self.errors, str(self.recovery_dir or ""))
+        if health != self._health:
+            self._health = health
+            if self._on_health is not None:
+                try:
+                    self._on_health(health)
+                except Exception:
+                    log.exception("memfs: could not report the mount's health")
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def recover(self) -> list[str]:
+        """Adopt what dead daemons' journals hold for this store, then commit it; returns
+        the paths recovered. Run before the mount serves."""
+        if self._journal_dir is None:
+            return []
+        found: list[str] = []
+        with self.lock:
+            for path, _fd in jr.orphans(self._journal_dir):
+                try:
+                    pending = jr.replay(path, self._base)
+                except Exception:
+                    kept = jr.quarantine(path)
+                    log.exception("memfs: cannot replay the journal %s; kept as %s", path, kept)
+                    continue
+                for rec in pending:
+                    if self._adopt(rec):
+                        found.append(rec.path)
+                path.unlink()
+            for path in found:
+                buf = self._bufs.get(path)
+                if buf is not None:
+                    with contextlib.suppress(Exception):
+                        self._commit(buf)
+        if found:
+            log.warning("memfs: recovered %d file(s) a stopped daemon had not saved", len(found))
+        return found
+
+    def _base(self, path: str, rev: int) -> bytes:
+        with contextlib.suppress(Exception):
+            data, entry = self.store.read(path)
+            if entry.rev == rev:
+                return data
+        with contextlib.suppress(Exception):
+            return self.store.read_revision(path, rev)
+        log.warning(
+            "memfs: revision %d of %s is gone; replaying onto its current content", rev, path
+        )
+        with contextlib.suppress(Exception):
+            return self.store.read(path)[0]
+        return b""
+
+    def _adopt(self, rec: jr.Recovered) -> bool:
+        with contextlib.suppress(Exception):
+            data, _ = self.store.read(rec.path)
+            if data == rec.data:
+                return False  # committed before the daemon could note it
+        old = self._bufs.get(rec.path)
+        if old is not None:
+            self._remove(old)  # an older journal's version of the same file
+        with contextlib.suppress(Exception):
+            entry = self.store.stat(rec.path)
+            rec.base_rev = entry.rev if entry.is_file else 0
+        buf = Buffer(
+            next(self._ids), rec.path, rec.data, rec.author, rec.base_rev, rec.mode, rec.created
+        )
+        flags = jr.WHOLE | (jr.CREATED if rec.created else 0)
+        journal = self._log()
+        journal.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
+        journal.wrote(buf.ident, 0, buf.data)
+        self._add(buf)
+        return True
+
+    def start(self) -> None:
+        self._log()
+        self._thread = threading.Thread(target=self._committer, name="memfs-committer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> Health:
+        """Stop the committer, commit everything, and say what could not be saved (its
+        journal stays for the next mount)."""
+        self._halt.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        with self.lock:
+            for buf in list(self._bufs.values()):
+                try:
+                    self._settle(buf)
+                except Exception as e:
+                    log.error("memfs: could not save %s at unmount: %s", buf.path, e)
+            self._publish()
+            if self._journal is not None:
+                self._journal.close(keep=bool(self._bufs))
+                self._journal = None
+            return self._health
+
+    def _committer(self) -> None:
+        """Commit buffers nobody has written for ``quiet_period`` (and retry failed
+        ones). Bound for a reader of the store: a write is there ``quiet_period`` plus
+        one commit after the last write to its file, at once after fsync."""
+        while not self._halt.is_set():
+            try:
+                wait = self._commit_due()
+            except Exception:
+                self.errors += 1
+                log.exception("memfs: the committer hit an unexpected error; going on")
+                wait = RETRY_S
+                with self.lock:
+                    self._publish()
+            self._wake.wait(timeout=wait)
+            self._wake.clear()
+
+    def _commit_due(self) -> float | None:
+        """Commit what is due, one buffer per lock hold so other files are not held up;
+        return the seconds until the next one is due."""
+        with self.lock:
+            paths = list(self._bufs)
+        for path in paths:
+            if self._halt.is_set():
+                return None
+            with self.lock:
+                buf = self._bufs.get(path)
+                if buf is None or self._due_in(buf) > 0:
+                    continue
+                with contextlib.suppress(Exception):  # _commit logged and kept it
+                    self._commit(buf)
+        with self.lock:
+            waits = [self._due_in(b) for b in self._bufs.values()]
+        return max(0.0, min(waits)) if waits else None
+
+    def _due_in(self, buf: Buffer) -> float:
+        now = time.monotonic()
+        if buf.failed is not None:
+            return buf.retry_at - now
+        return buf.last_write + self.quiet_period - now
+
+    @property
+    def health(self) -> Health:
+        return self._health
