@@ -17,6 +17,7 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │   ├── TooLarge            a file over the configured size cap
     │   ├── InvalidMove         a directory moved into itself, or the root moved
     │   └── StoreUnavailable    the store cannot be opened or used
+    │       ├── StoreFull       the disk (or the server) holding the store has no room
     │       ├── CorruptStore    the file is damaged or is not a memfs store
     │       └── UnknownScheme   no backend registered for the URL's scheme
     ├── MountError              the daemon cannot mount, unmount or find a mount
@@ -84,6 +85,10 @@ class InvalidMove(StoreError):
 
 
 class StoreUnavailable(StoreError):
+    pass
+
+
+class StoreFull(StoreUnavailable):
     pass
 
 

@@ -119,6 +119,21 @@ def _age(started: float) -> str:
     return f"{seconds // 3600}h"
 
 
+def _health_notes(r: MountRecord) -> list[str]:
+    notes = []
+    if r.unsaved:
+        shown = ", ".join(r.unsaved[:10]) + (" ..." if len(r.unsaved) > 10 else "")
+        notes.append(
+            f"{r.mountpoint}: {len(r.unsaved)} file(s) not saved to the store yet: {shown}; "
+            f"the daemon keeps retrying, copies are in {r.recovery_dir} (see {r.log_path})"
+        )
+    if r.errors:
+        notes.append(
+            f"{r.mountpoint}: the daemon logged {r.errors} unexpected error(s); see {r.log_path}"
+        )
+    return notes
+
+
 @click.command()
 def status() -> None:
     """List memfs mounts: mountpoint, store, daemon, size, log."""
@@ -138,6 +153,9 @@ def status() -> None:
             files = "-" if m.files is None else str(m.files)
             if m.problem:
                 notes.append(f"{r.mountpoint}: the store cannot be read: {m.problem}")
+            notes.extend(_health_notes(r))
+            if r.unsaved:
+                state_text = "degraded"
         else:
             state_text = "dead"
             files = "-"

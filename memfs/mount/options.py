@@ -65,6 +65,7 @@ def errno_of(exc: BaseException) -> int:
         (errors.Conflict, errno.EAGAIN),
         (errors.TooLarge, errno.EFBIG),
         (errors.InvalidMove, errno.EINVAL),
+        (errors.StoreFull, errno.ENOSPC),
         (errors.StoreUnavailable, errno.EIO),
         (errors.PathTooLong, errno.ENAMETOOLONG),
         (errors.PathError, errno.EINVAL),

@@ -481,11 +481,13 @@ class PendingWrites:
                     if self._adopt(rec):
                         found.append(rec.path)
                 path.unlink()
-            for path in found:
-                buf = self._bufs.get(path)
+            for name in found:
+                buf = self._bufs.get(name)
                 if buf is not None:
-                    with contextlib.suppress(Exception):
+                    try:
                         self._commit(buf)
+                    except Exception as e:  # kept, reported and retried like any failure
+                        log.warning("memfs: recovering %s failed for now: %r", name, e)
         if found:
             log.warning("memfs: recovered %d file(s) a stopped daemon had not saved", len(found))
         return found

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from memfs.errors import CorruptStore, StoreError, StoreUnavailable
+from memfs.errors import CorruptStore, StoreError, StoreFull, StoreUnavailable
 from memfs.store.base import DEFAULT_DIR_MODE
 
 APPLICATION_ID = 0x6D656D66  # "memf"
@@ -367,7 +367,7 @@ def translate(e: sqlite3.Error, path: Path) -> StoreError:
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}")
     if name.startswith("SQLITE_FULL"):
-        return StoreUnavailable(f"the disk holding the store {path} is full")
+        return StoreFull(f"the disk holding the store {path} is full")
     if name.startswith("SQLITE_READONLY"):
         return StoreUnavailable(f"the store {path} is read-only here ({e})")
     return StoreUnavailable(f"the store {path} failed: {e}")
