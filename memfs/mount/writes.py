@@ -151,6 +151,7 @@ class PendingWrites:
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     # --- lock-free reads ------------------------------------------------------------------
     def get(self, path: str) -> Buffer | None:
@@ -193,6 +194,7 @@ class PendingWrites:
             buf.data[offset:end] = data
             self._bytes += len(buf.data) - old
             buf.touch()
+            self._bound_journal()
         self._wake.set()
         return len(data)
 
@@ -214,6 +216,7 @@ class PendingWrites:
                 buf.data.extend(b"\0" * (size - old))
             self._bytes += size - old
             buf.touch()
+            self._bound_journal()
         self._wake.set()
 
     def chmod(self, path: str, mode: int) -> bool:
@@ -331,8 +334,8 @@ class PendingWrites:
         journal.done(buf.ident)
         if not self._bufs:
             journal.reset()
-        elif journal.size > max(COMPACT_AT_BYTES, 4 * self._bytes):
-            self._compact()
+        else:
+            self._bound_journal()
 
     def _touch_dir(self, path: str) -> None:
         parent = path.rpartition("/")[0]
@@ -438,8 +441,13 @@ class PendingWrites:
             with contextlib.suppress(OSError):
                 (self.recovery_dir / path).unlink()
 
+    def _bound_journal(self) -> None:
+        """Rewrite the journal from the buffers once it is mostly history: it never grows
+        much past what is pending (a file rewritten in place for minutes, like fsx)."""
+        if self._log().size > max(COMPACT_AT_BYTES, 4 * self._bytes):
+            self._compact()
+
     def _compact(self) -> None:
-        """Rewrite the journal from the buffers: it never grows past what is pending."""
         old = self._log()
         fresh = jr.Journal(old.directory)
         for buf in self._bufs.values():
@@ -540,6 +548,9 @@ class PendingWrites:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
         with self.lock:
+            if self._closed:
+                return self._health
+            self._closed = True
             for buf in list(self._bufs.values()):
                 try:
                     self._settle(buf)

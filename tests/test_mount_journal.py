@@ -1,0 +1,134 @@
+"""The write path's journal and its recovery, on real files and a real SQLite store (no
+FUSE: these pin what a daemon that dies leaves behind, record by record)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memfs.mount import journal as jr
+from memfs.mount.writes import COMPACT_AT_BYTES, PendingWrites
+from memfs.store import open_store
+from memfs.store.base import Entry, Store
+
+ME = "writer (pid 4242)"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    yield s
+    s.close()
+
+
+def direct(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
+    return fn()
+
+
+def pending(store: Store, tmp_path: Path) -> PendingWrites:
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
+    w.start()
+    return w
+
+
+def die_with(store_url: str, journal_dir: Path, script: str) -> None:
+    """Run ``script`` against a PendingWrites in a child that then dies without cleanup,
+    as a killed daemon would (os._exit: no close, no commit)."""
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from memfs.store import open_store\n"
+        "from memfs.mount.writes import PendingWrites\n"
+        f"store = open_store({store_url!r})\n"
+        f"w = PendingWrites(store, lambda a, fn, p: fn(), journal_dir=Path({str(journal_dir)!r}),"
+        " quiet_period=3600)\n"
+        "w.start()\n" + script + "\nos._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
+    store: Store, tmp_path: Path
+) -> None:
+    store.write("notes.md", b"0123456789", author="someone")
+    die_with(
+        store.url,
+        tmp_path / "journal",
+        f"w.write('notes.md', b'AB', 2, {ME!r})\n"
+        f"w.truncate('notes.md', 8, {ME!r})\n"
+        f"w.write('notes.md', b'Z', 12, {ME!r})\n"
+        f"w.create('new.md', 0o640, {ME!r}, None, None)\n"
+        f"w.write('new.md', b'fresh', 0, {ME!r})\n"
+        f"w.chmod('new.md', 0o600)\n",
+    )
+    assert store.read("notes.md")[0] == b"0123456789"  # nothing committed by the child
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert sorted(w.recover()) == ["new.md", "notes.md"]
+    assert store.read("notes.md")[0] == b"01AB4567\0\0\0\0Z"
+    data, entry = store.read("new.md")
+    assert (data, entry.mode) == (b"fresh", 0o600)
+    assert store.history("notes.md")[0].author == ME
+    assert list((tmp_path / "journal").glob("*.journal")) == list(
+        (tmp_path / "journal").glob(f"{os.getpid()}-*.journal")
+    )
+    w.close()
+    assert list((tmp_path / "journal").glob("*.journal")) == []
+
+
+def test_replay_stops_at_a_torn_or_corrupt_record(tmp_path: Path) -> None:
+    journal = jr.Journal(tmp_path)
+    journal.opened(1, "f", ME, 0, 0o600, jr.CREATED)
+    journal.wrote(1, 0, b"first ")
+    size_after_first = journal.size
+    journal.wrote(1, 6, b"second")
+    journal.close(keep=True)
+    whole = journal.path.read_bytes()
+    assert [r.data for r in jr.replay(journal.path, lambda p, r: b"")] == [b"first second"]
+    journal.path.write_bytes(whole[:-3])  # the last write(2) was cut short by the kill
+    assert [r.data for r in jr.replay(journal.path, lambda p, r: b"")] == [b"first "]
+    flipped = bytearray(whole)
+    flipped[size_after_first + 12] ^= 0xFF  # a damaged byte in the second write's payload
+    journal.path.write_bytes(bytes(flipped))
+    assert [r.data for r in jr.replay(journal.path, lambda p, r: b"")] == [b"first "]
+
+
+def test_a_live_daemons_journal_is_not_anyones_to_replay(store: Store, tmp_path: Path) -> None:
+    live = pending(store, tmp_path)
+    live.create("mine.md", 0o600, ME, None, None)
+    live.write("mine.md", b"still being written", 0, ME)
+    other = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert other.recover() == []
+    live.close()
+    assert store.read("mine.md")[0] == b"still being written"
+
+
+def test_a_commit_already_in_the_store_is_not_made_twice(store: Store, tmp_path: Path) -> None:
+    # The child commits, then dies before it can note that in its journal (simulated by
+    # writing the same content through the store and leaving the journal as it was).
+    die_with(
+        store.url,
+        tmp_path / "journal",
+        f"w.create('a.md', 0o600, {ME!r}, None, None)\nw.write('a.md', b'same', 0, {ME!r})\n"
+        f"store.write('a.md', b'same', author={ME!r})\n",
+    )
+    before = len(store.history("a.md"))
+    assert PendingWrites(store, direct, journal_dir=tmp_path / "journal").recover() == []
+    assert len(store.history("a.md")) == before
+
+
+def test_the_journal_stays_bounded_by_what_is_pending(store: Store, tmp_path: Path) -> None:
+    w = pending(store, tmp_path)
+    w.create("hot.bin", 0o600, ME, None, None)
+    block = os.urandom(1 << 20)
+    for _ in range(3 * COMPACT_AT_BYTES // len(block)):
+        w.write("hot.bin", block, 0, ME)  # the same MiB, over and over, never committed
+    files = list((tmp_path / "journal").glob("*.journal"))
+    assert len(files) == 1
+    assert files[0].stat().st_size < COMPACT_AT_BYTES + 2 * len(block)
+    w.close()
+    assert store.read("hot.bin")[0] == block
