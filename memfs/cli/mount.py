@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from memfs.errors import MemfsError
-from memfs.mount import daemon, state
+from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 
@@ -46,19 +46,30 @@ def _mounted_message(record: MountRecord) -> str:
     help="Commit a file's writes when it is closed, not only on fsync or after 0.1 s "
     "without writes (slower: every close reaches the daemon).",
 )
+@click.option(
+    "--allow-other",
+    is_flag=True,
+    help="Let other users use the mount (the kernel checks file modes; their new files "
+    "are theirs). Needs root, or user_allow_other in /etc/fuse.conf.",
+)
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
     foreground: bool,
     debug: bool,
     commit_on_close: bool,
+    allow_other: bool,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
     MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories.
     """
-    options = MountOptions(commit_on_close=True) if commit_on_close else None
+    options = None
+    if commit_on_close or allow_other:
+        options = MountOptions(commit_on_close=commit_on_close, allow_other=allow_other)
     try:
+        if allow_other:
+            host.check_allow_other()
         if store_url is None:
             from memfs.store import default_url
 

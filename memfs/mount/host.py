@@ -130,3 +130,23 @@ def fusermount(path: str | os.PathLike[str], *, lazy: bool, timeout: float = 10.
     if done.returncode != 0 and mount_entry(Path(path)) is not None:
         reason = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
         raise MountError(f"Cannot unmount {path}: {reason}")
+
+
+FUSE_CONF = "/etc/fuse.conf"
+
+
+def check_allow_other(conf: str = FUSE_CONF) -> None:
+    """Raise MountError unless this user may mount with allow_other: root may; anyone
+    else needs ``user_allow_other`` in /etc/fuse.conf (fusermount3 refuses otherwise)."""
+    if os.geteuid() == 0:
+        return
+    try:
+        with open(conf, encoding="utf-8", errors="replace") as f:
+            lines = [line.split("#", 1)[0].strip() for line in f]
+    except OSError:
+        lines = []
+    if "user_allow_other" not in lines:
+        raise MountError(
+            f"--allow-other needs 'user_allow_other' in {conf} (add that line as root), "
+            "or mount as root"
+        )
