@@ -94,7 +94,12 @@ def start_mount(db: Path, mnt: Path, env: dict[str, str] | None = None, **option
             [sys.executable, "-c", SERVE, str(db), str(mnt), json.dumps(options)],
             stdout=subprocess.PIPE,
             stderr=err,
-            env={**os.environ, **(env or {})},
+            # The daemon's journal goes beside the mount, not into the user's state dir.
+            env={
+                **os.environ,
+                "MEMFS_STATE_DIR": str(mnt.parent / f"{mnt.name}.state"),
+                **(env or {}),
+            },
             cwd=Path(__file__).resolve().parents[1],
         )
     mount = Mount(mnt, Path(str(db).split("?")[0].removeprefix("sqlite://")), proc, log)

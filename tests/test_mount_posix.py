@@ -40,6 +40,23 @@ def test_a_symlink_renamed_over_a_created_file_can_be_removed(memfs_mount: Mount
     os.close(fd)
 
 
+def test_directories_report_an_unknown_link_count_and_find_walks_them(
+    memfs_mount: MountHandle,
+) -> None:
+    root = memfs_mount.mountpoint
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "a" / "b" / "c" / "leaf.txt").write_text("x")
+    (root / "a" / "top.txt").write_text("y")
+    assert os.stat(root / "a").st_nlink == 1  # not counted: never a wrong 2
+    found = subprocess.run(
+        ["find", str(root), "-type", "f"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert sorted(Path(p).relative_to(root).as_posix() for p in found) == [
+        "a/b/c/leaf.txt",
+        "a/top.txt",
+    ]
+
+
 def test_creating_and_removing_a_file_moves_its_directorys_times(memfs_mount: MountHandle) -> None:
     d = memfs_mount.mountpoint / "d"
     d.mkdir()

@@ -88,7 +88,10 @@ def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str,
     """fusepy's stat dict for ``entry``; a pending write buffer decides size and mtime.
     ``uid``/``gid`` stand in for entries that record no owner (the mounting user)."""
     if entry.kind == "dir":
-        fmt, nlink = stat.S_IFDIR, 2
+        # Not counted (that would cost a query per directory lookup, and the kernel asks
+        # after every create). 1 is the convention for "unknown", as btrfs reports:
+        # find and fts then never skip a directory on the strength of a link count.
+        fmt, nlink = stat.S_IFDIR, 1
     elif entry.kind == "symlink":
         fmt, nlink = stat.S_IFLNK, 1
     else:
