@@ -178,6 +178,19 @@ def write_files(root: Path, n: int) -> float:
     return time.perf_counter() - start
 
 
+def write_big(path: Path, mib: int) -> float:
+    """One file of ``mib`` MiB in 128 KiB writes, then fsync: the per-write-call cost
+    (every acknowledged write is journaled before it returns)."""
+    block = os.urandom(128 << 10)
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        for _ in range(mib * 8):
+            f.write(block)
+            f.flush()
+        os.fsync(f.fileno())
+    return time.perf_counter() - start
+
+
 def handler_row(mnt: Path, native: Path, args: argparse.Namespace) -> dict[str, float] | None:
     """The handler's mixed workload on the mount against the SDK tool on native disk:
     ``--handler-reps`` interleaved repetitions, each in fresh directories; medians."""
@@ -320,6 +333,19 @@ def run(args: argparse.Namespace, db: Path, native: Path, mnt: Path) -> int:
         write_counts = srv.counts()
         w_native = write_files(native / "w", args.write_files)
         rows.append((f"write {args.write_files} files (b)", w_mount, w_native, ""))
+        big = [(write_big(mnt / "w" / "big.bin", 32), write_big(native / "w" / "big.bin", 32))]
+        for _ in range(2):
+            big.append(
+                (write_big(mnt / "w" / "big.bin", 32), write_big(native / "w" / "big.bin", 32))
+            )
+        rows.append(
+            (
+                "write 32 MiB + fsync",
+                statistics.median(b[0] for b in big),
+                statistics.median(b[1] for b in big),
+                "",
+            )
+        )
         srv.reset()
         hrow = handler_row(mnt, native, args)
         handler_counts = srv.counts()
