@@ -55,3 +55,15 @@ def test_orphans_are_bounded_and_found_by_handle() -> None:
     assert newest is not None and bytes(newest.data) == b"data"
     assert h.open_on(f"o{MAX_ORPHANS + 4}") == []
     assert len(h) == MAX_ORPHANS
+
+
+def test_orphans_are_bounded_by_bytes_too() -> None:
+    from memfs.mount.handles import MAX_ORPHAN_BYTES
+
+    h = Handles()
+    big = MAX_ORPHAN_BYTES // 3 + 1
+    fhs = [h.new(f"b{i}") for i in range(4)]
+    for i, fh in enumerate(fhs):
+        h.orphan(fh, Orphan(f"b{i}", bytearray(big), mode=0o600))
+    assert h.orphaned(fhs[0]) is None  # the oldest went to make room
+    assert all(h.orphaned(fh) is not None for fh in fhs[2:])

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 
 # Files kept open across this many newer creates are rare (editors hold one or two).
 MAX_HANDLES = 1024
-# Orphans hold their file's data; fewer of them are kept.
+# Orphans hold their file's data; fewer of them are kept, and not past this many bytes
+# (the daemon's memory stays bounded however many big files are unlinked while open).
 MAX_ORPHANS = 64
+MAX_ORPHAN_BYTES = 128 << 20
 
 
 @dataclass(slots=True, eq=False)
@@ -104,7 +106,12 @@ class Handles:
         with self._lock:
             self._drop_path(fh)
             self._orphans[fh] = buf
-            while len(self._orphans) > MAX_ORPHANS:
+            # Several handles may share one orphan: count each orphan's bytes once.
+            while len(self._orphans) > 1 and (
+                len(self._orphans) > MAX_ORPHANS
+                or sum(len(o.data) for o in {id(o): o for o in self._orphans.values()}.values())
+                > MAX_ORPHAN_BYTES
+            ):
                 del self._orphans[next(iter(self._orphans))]
 
     def orphaned(self, fh: int | None) -> Orphan | None:
