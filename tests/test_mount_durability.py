@@ -38,7 +38,15 @@ def test_closed_files_survive_kill9_without_fsync(
     for i in range(200):
         (mount.mountpoint / f"n{i:03d}.txt").write_bytes(f"note {i}\n".encode() * (i + 1))
     mount.kill9()
+    shown = subprocess.run([MEMFS, "status"], capture_output=True, text=True, timeout=60)
+    assert (
+        "Writes a stopped memfs daemon acknowledged are waiting in 1 journal(s) for "
+        f"{mount.store_url}; mount that store again to save them: "
+        f"memfs mount --store {mount.store_url}"
+    ) in shown.stdout.splitlines()
     mount.restart()
+    shown = subprocess.run([MEMFS, "status"], capture_output=True, text=True, timeout=60)
+    assert "journal" not in shown.stdout
     store = mount.store()
     for i in range(200):
         assert store.read(f"n{i:03d}.txt")[0] == f"note {i}\n".encode() * (i + 1)

@@ -150,8 +150,14 @@ def status() -> None:
     """List memfs mounts: mountpoint, store, daemon, size, log."""
     try:
         mounts = daemon.status()
+        journals = daemon.left_over_journals()
     except MemfsError as exc:
         raise _fail(exc) from exc
+    for url, n in journals.items():
+        click.echo(
+            f"Writes a stopped memfs daemon acknowledged are waiting in {n} journal(s) for "
+            f"{url}; mount that store again to save them: memfs mount --store {url}"
+        )
     if not mounts:
         click.echo("No memfs mounts.")
         return

@@ -309,6 +309,19 @@ def _usage(record: MountRecord) -> tuple[int | None, int | None, int | None, str
     return usage.files, usage.dirs, usage.bytes, None
 
 
+def left_over_journals() -> dict[str, int]:
+    """Stores whose journals hold writes a daemon acknowledged and could not save (it
+    died): store URL -> number of journals. Mounting the store saves them."""
+    from memfs.mount import journal
+
+    out = {}
+    for url, directory in state.journal_dirs().items():
+        found = journal.abandoned(directory)
+        if found:
+            out[url] = len(found)
+    return out
+
+
 def status() -> list[MountStatus]:
     """Every mount this state directory knows, live ones first; stale records are
     reported once and deleted."""

@@ -302,7 +302,7 @@ def serve(
     _preflight(mountpoint)
     mfusepy, fuse_class = _load()
     if options.journal_dir is None:
-        options = dataclasses.replace(options, journal_dir=str(state.journal_dir(store.url)))
+        options = dataclasses.replace(options, journal_dir=str(state.mark_journal(store.url)))
     major = int(mfusepy.fuse_version_major)
     attr_timeout, entry_timeout = options.attr_timeout, options.entry_timeout
     if major < 3:

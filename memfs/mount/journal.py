@@ -164,6 +164,17 @@ def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
             os.close(fd)
 
 
+def abandoned(directory: Path) -> list[Path]:
+    """Journals in ``directory`` with records that no live daemon holds (nothing is
+    taken: for `memfs status` to say that a mount of that store would save them)."""
+    found = []
+    for path, _fd in orphans(directory):
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > 0:
+                found.append(path)
+    return found
+
+
 def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
     """The buffers a journal left pending (opened and not done), in opening order.
 

@@ -143,6 +143,26 @@ def journal_dir(store_url: str) -> Path:
     return state_dir() / "journal" / digest[:24]
 
 
+def journal_dirs() -> dict[str, Path]:
+    """Every store that has a journal directory here, by URL (see :func:`mark_journal`)."""
+    out = {}
+    for d in sorted((state_dir() / "journal").glob("*/")):
+        with contextlib.suppress(OSError):
+            out[(d / "store-url").read_text().strip()] = d
+    return out
+
+
+def mark_journal(store_url: str) -> Path:
+    """Create the journal directory of ``store_url``, labelled with the URL so that
+    `memfs status` can say which store a left-over journal belongs to."""
+    d = journal_dir(store_url)
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    label = d / "store-url"
+    if not label.exists():
+        label.write_text(store_url + "\n")
+    return d
+
+
 def report_path(mountpoint: str | os.PathLike[str]) -> Path:
     """What a daemon could not save when it stopped, for `memfs umount` to tell."""
     return state_dir() / f"{_key(normalize(mountpoint))}.unsaved"
