@@ -3,6 +3,7 @@ FUSE: these pin what a daemon that dies leaves behind, record by record)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memfs.errors import StoreFull
 from memfs.mount import journal as jr
 from memfs.mount.writes import COMPACT_AT_BYTES, PendingWrites
 from memfs.store import open_store
@@ -132,3 +134,37 @@ def test_the_journal_stays_bounded_by_what_is_pending(store: Store, tmp_path: Pa
     assert files[0].stat().st_size < COMPACT_AT_BYTES + 2 * len(block)
     w.close()
     assert store.read("hot.bin")[0] == block
+
+
+def test_pending_bytes_stay_bounded_by_committing_older_files(tmp_path: Path) -> None:
+    store = open_store(f"sqlite://{tmp_path / 'capped.db'}?max_file_bytes={256 << 10}")
+    try:
+        w = PendingWrites(
+            store,
+            direct,
+            journal_dir=tmp_path / "journal",
+            quiet_period=3600,
+            max_pending_bytes=1 << 20,
+        )
+        w.start()
+        for i in range(8):
+            w.create(f"f{i}", 0o600, ME, None, None)
+            w.write(f"f{i}", bytes([i]) * (200 << 10), 0, ME)
+        # Nothing was due (an hour's quiet period), yet the oldest files were committed to
+        # make room: what is held never passed the bound.
+        assert store.read("f0")[0] == bytes([0]) * (200 << 10)
+        assert sum(len(w.get(f"f{i}").data) for i in range(8) if w.get(f"f{i}")) <= 1 << 20
+
+        def refuse(*_args: object, **_kw: object) -> Entry:
+            raise StoreFull("the disk is full")
+
+        store.write = refuse  # type: ignore[method-assign]
+        with pytest.raises(OSError) as info:
+            for i in range(8, 16):
+                w.create(f"f{i}", 0o600, ME, None, None)
+                w.write(f"f{i}", b"x" * (200 << 10), 0, ME)
+        assert info.value.errno == errno.ENOSPC
+    finally:
+        del store.write
+        w.close()
+        store.close()
