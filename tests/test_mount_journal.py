@@ -17,6 +17,7 @@ from memfs.mount import journal as jr
 from memfs.mount.writes import COMPACT_AT_BYTES, PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
+from tests.fixtures.mount import wait_for
 
 ME = "writer (pid 4242)"
 
@@ -168,3 +169,32 @@ def test_pending_bytes_stay_bounded_by_committing_older_files(tmp_path: Path) ->
         del store.write
         w.close()
         store.close()
+
+
+def test_an_unexpected_error_in_a_commit_is_logged_counted_and_retried(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = []
+
+    def flaky(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
+        calls.append(_path)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the commit path")
+        return fn()
+
+    reports = []
+    w = PendingWrites(
+        store, flaky, journal_dir=tmp_path / "journal", quiet_period=0.01, on_health=reports.append
+    )
+    w.start()
+    try:
+        w.create("f.md", 0o600, ME, None, None)
+        w.write("f.md", b"kept", 0, ME)
+        wait_for(lambda: store.read("f.md")[0] == b"kept", 20, what="the retried commit")
+        assert any(
+            r.exc_info is not None and r.exc_info[0] is RuntimeError for r in caplog.records
+        ), "the traceback was not logged"
+        assert reports[0].unsaved == ("f.md",) and reports[0].errors == 1
+        assert w.health.unsaved == () and w.health.errors == 1
+    finally:
+        w.close()

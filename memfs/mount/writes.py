@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memfs.errors import AlreadyExists, Conflict, NotFound, PathError, PathTooLong
+from memfs.errors import AlreadyExists, Conflict, MemfsError, NotFound, PathError, PathTooLong
 from memfs.mount import journal as jr
 from memfs.mount.options import errno_of
 from memfs.paths import parse_rel
@@ -406,6 +406,11 @@ class PendingWrites:
         buf.failed = exc
         buf.retry_at = time.monotonic() + RETRY_S
         self._unsaved.add(buf.path)
+        if not isinstance(exc, MemfsError):
+            # Not a refusal the store explained: a bug or an environment problem. The
+            # traceback goes to the log and the count to `memfs status`.
+            self.errors += 1
+            log.error("memfs: unexpected error saving %s", buf.path, exc_info=exc)
         if first:
             # Writes to a failed file are refused, so its data cannot change: one copy.
             copy = self._keep_copy(buf.path, data)
