@@ -17,7 +17,7 @@ import pytest
 
 from memfs.handler import MemoryHandler
 from memfs.mount.options import MountOptions
-from tests.fixtures.mount import MountHandle
+from tests.fixtures.mount import MountHandle, wait_for
 
 pytestmark = pytest.mark.fuse
 
