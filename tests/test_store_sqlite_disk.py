@@ -191,3 +191,18 @@ def test_a_full_disk_refuses_writes_serves_reads_and_loses_nothing_across_proces
             *(f"mine{i}" for i in range(4)),
             *(f"theirs{i}" for i in range(4)),
         }
+
+
+def test_opening_a_closed_store_on_a_full_disk_says_the_disk_is_full(small_disk: Path) -> None:
+    db = small_disk / "memory.db"
+    with open_store(str(db)) as store:
+        store.write("before.txt", BEFORE, author="test")
+    # The last connection removed the WAL and its index; SQLite needs room for a new
+    # index before it can read (it would say "disk I/O error").
+    assert not (small_disk / "memory.db-shm").exists()
+    filler = _fill(small_disk)
+    with pytest.raises(StoreFull, match=r"full.*memory\.db-shm.*free some space"):
+        open_store(str(db))
+    filler.unlink()
+    with open_store(str(db)) as store:
+        assert store.read("before.txt")[0] == BEFORE

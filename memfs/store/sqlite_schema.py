@@ -389,8 +389,12 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
         factory=Connection,
     )
     _count(db, path)
-    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-    db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    except BaseException:
+        db.close()  # not left to the garbage collector, with the file counted open
+        raise
     return db
 
 
@@ -411,6 +415,9 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     try:
         db = connect(path, busy_timeout=busy_timeout, synchronous=synchronous)
     except sqlite3.Error as e:
+        error = translate(e, path)
+        if isinstance(error, StoreFull):
+            raise error from e
         raise StoreUnavailable(f"cannot open the store {path}: {e}") from e
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -471,6 +478,14 @@ def translate(e: sqlite3.Error, path: Path) -> StoreError:
         return CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}")
     if name.startswith("SQLITE_FULL"):
         return StoreFull(f"the disk holding the store {path} is full")
+    if name == "SQLITE_IOERR_SHMSIZE":
+        # The WAL index ({path}-shm) could not grow: the disk is full. It exists while
+        # any process has the store open, so this is met by the first one to open it
+        # (even to read) on a full disk; SQLite itself only says "disk I/O error".
+        return StoreFull(
+            f"the disk holding the store {path} is full: SQLite cannot create the store's"
+            f" index {path}-shm there, even to read; free some space"
+        )
     if name.startswith("SQLITE_READONLY"):
         return StoreUnavailable(f"the store {path} is read-only here ({e})")
     return StoreUnavailable(f"the store {path} failed: {e}")
