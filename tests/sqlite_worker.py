@@ -8,6 +8,10 @@ Run as ``python -m tests.sqlite_worker COMMAND DB ARGS...`` from the project roo
   on Conflict, printing ``bumped K`` at the end.
 - ``follow DB SINCE N TIMEOUT``: poll ``changes(since=SINCE)`` until N ``create``
   records were seen, printing ``seen PATH`` for each; exit 3 if TIMEOUT seconds pass.
+- ``session DB``: keep the store open and run one command per line of stdin, as a
+  long-lived daemon would: ``write PATH SIZE`` writes :func:`blob` and prints
+  ``ok REV`` or ``full`` (StoreFull); ``read PATH`` prints ``sha SHA256`` or
+  ``missing``; ``maintain`` checkpoints and prints ``ok``. End of input closes the store.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import hashlib
 import sys
 import time
 
-from memfs.errors import Conflict
+from memfs.errors import Conflict, NotFound, StoreFull
 from memfs.store import open_store
 
 
@@ -24,6 +28,12 @@ def content(prefix: str, i: int) -> bytes:
     """Deterministic content of a few pages, so a write spans several database pages."""
     seed = hashlib.sha256(f"{prefix}/{i}".encode()).digest()
     return seed * (64 + (i % 7) * 64)
+
+
+def blob(path: str, size: int) -> bytes:
+    """Deterministic content of ``size`` bytes for ``path``, the same in every process."""
+    seed = hashlib.sha256(path.encode()).digest()
+    return (seed * (size // len(seed) + 1))[:size]
 
 
 def write(db: str, prefix: str, n: int) -> None:
@@ -71,6 +81,27 @@ def follow(db: str, since: int, n: int, timeout: float) -> int:
     return 0
 
 
+def session(db: str) -> None:
+    with open_store(db) as store:
+        print("ready", flush=True)
+        for line in sys.stdin:
+            command, *args = line.split()
+            if command == "write":
+                try:
+                    entry = store.write(args[0], blob(args[0], int(args[1])), author="session")
+                    print(f"ok {entry.rev}", flush=True)
+                except StoreFull:
+                    print("full", flush=True)
+            elif command == "read":
+                try:
+                    print(f"sha {hashlib.sha256(store.read(args[0])[0]).hexdigest()}", flush=True)
+                except NotFound:
+                    print("missing", flush=True)
+            elif command == "maintain":
+                store.maintain()
+                print("ok", flush=True)
+
+
 def main(argv: list[str]) -> int:
     command, db, *args = argv
     if command == "write":
@@ -79,6 +110,8 @@ def main(argv: list[str]) -> int:
         bump(db, args[0], int(args[1]))
     elif command == "follow":
         return follow(db, int(args[0]), int(args[1]), float(args[2]))
+    elif command == "session":
+        session(db)
     else:
         print(f"unknown command {command}", file=sys.stderr)
         return 2

@@ -7,6 +7,8 @@ steps so that a file that is not ours is never modified:
 1. :func:`inspect` looks at the file without writing: the first 100 bytes read as plain
    bytes (SQLite magic, application id, schema version, page count against file size),
    and for an SQLite file without our id a read-only connection listing its tables.
+   While this process already has the file open through SQLite, only the read-only
+   connection looks: see :func:`read_header` for why a plain read must not happen then.
 2. :func:`prepare` opens it read-write, applies pending migrations in one
    ``BEGIN IMMEDIATE`` transaction and switches the file to WAL.
 
@@ -21,7 +23,9 @@ import contextlib
 import os
 import sqlite3
 import stat
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -163,6 +167,92 @@ SCHEMA_VERSION = len(MIGRATIONS)
 FileState = Literal["new", "empty", "ours"]
 
 
+# --- this process's descriptors of a store file ------------------------------------------
+# POSIX advisory locks belong to a process and a file, not to a descriptor: closing *any*
+# descriptor of the file drops every lock the process holds on it, SQLite's included
+# (https://sqlite.org/howtocorrupt.html, "POSIX advisory locks canceled by a separate
+# thread doing close()"). SQLite's own descriptors are safe, its VFS shares them per file
+# and defers their close; a plain open() and close() of the store file is not. Without
+# its locks, this process's connections look absent to other processes: the next one to
+# close its last connection checkpoints and deletes the WAL and -shm under them, and they
+# go on reading a stale WAL index (commits missing, then "database disk image is
+# malformed" once both sides write). So every connection counts itself here, per file,
+# and memfs reads the file's bytes itself only while that count is zero.
+
+FileKey = tuple[int, int]  # (st_dev, st_ino): one file, whatever path names it
+
+_files_lock = threading.RLock()  # re-entered if GC runs a __del__ below while held
+_open_files: Counter[FileKey] = Counter()
+# Descriptors that could not be closed when read_header() was done with them (the file
+# was replaced under its path by one this process has open): closed with the last
+# connection to that file.
+_parked: dict[FileKey, list[int]] = {}
+
+
+class Connection(sqlite3.Connection):
+    """An sqlite3 connection counted in this process's open files while it is open."""
+
+    memfs_file: FileKey | None = None
+
+    def close(self) -> None:
+        super().close()
+        _forget(self)
+
+    def __del__(self) -> None:
+        # Dropped without close(): sqlite3 closes it after this, so close it first and
+        # never count it gone while its locks are still held.
+        with contextlib.suppress(Exception):
+            self.close()
+        _forget(self)
+
+
+def _count(db: Connection, path: Path) -> None:
+    """Count ``db``, just opened on ``path`` and before its first statement: until then
+    it holds no lock that read_header() could drop."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # gone already; SQLite will report it on the first statement
+    key = (st.st_dev, st.st_ino)
+    with _files_lock:
+        db.memfs_file = key
+        _open_files[key] += 1
+
+
+def _forget(db: Connection) -> None:
+    with _files_lock:
+        key, db.memfs_file = db.memfs_file, None
+        if key is None:
+            return
+        _open_files[key] -= 1
+        if _open_files[key] > 0:
+            return
+        del _open_files[key]
+        for fd in _parked.pop(key, []):
+            os.close(fd)
+
+
+def read_header(path: Path) -> bytes | None:
+    """The file's first 100 bytes, or None when a connection of this process has it open
+    (its bytes are then SQLite's to read: closing a descriptor would drop its locks)."""
+    with _files_lock:  # held to the close: no connection counts itself meanwhile
+        st = os.stat(path)
+        if _open_files[(st.st_dev, st.st_ino)]:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        if _open_files[key]:
+            # Replaced under its path by a file this process has open: closing now
+            # would drop the locks on that one.
+            _parked.setdefault(key, []).append(fd)
+            return None
+        try:
+            return os.pread(fd, 100, 0)
+        finally:
+            os.close(fd)
+
+
 def _advice(path: Path) -> str:
     return f"move {path} aside or point MEMFS_STORE at another file"
 
@@ -187,10 +277,12 @@ def inspect(path: Path) -> FileState:
     if not stat.S_ISREG(st.st_mode):
         raise StoreUnavailable(f"the store path {path} is not a regular file")
     try:
-        with open(path, "rb") as f:
-            header = f.read(100)
+        header = read_header(path)
     except OSError as e:
         raise StoreUnavailable(f"cannot read the store {path}: {e.strerror}") from e
+    if header is None:
+        # Open here already, so it passed the byte checks then; SQLite's view is safe.
+        return _classify(path)
     if not header:
         return "new"
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
@@ -211,6 +303,11 @@ def inspect(path: Path) -> FileState:
         )
     # The raw header said "no id", but another process may be creating a store here right
     # now: ask SQLite, which waits for that commit and reads id and tables together.
+    return _classify(path)
+
+
+def _classify(path: Path) -> FileState:
+    """:func:`inspect`'s answer from what a read-only SQLite connection sees."""
     app_id, version, tables = _read_only_look(path)
     if app_id == APPLICATION_ID:
         if version > SCHEMA_VERSION:
@@ -261,9 +358,10 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
     """Application id, schema version and table names, read in one read transaction."""
     uri = f"file:{quote(str(path))}?mode=ro"
     try:
-        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, factory=Connection)
     except sqlite3.Error as e:
         raise CorruptStore(f"cannot inspect {path} ({e}); {_advice(path)}") from e
+    _count(db, path)
     try:
         db.execute("BEGIN")
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -284,10 +382,19 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     # check_same_thread=False only so close() can close every thread's connection; each
     # connection is otherwise used by the one thread that made it.
     db = sqlite3.connect(
-        str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        str(path),
+        timeout=busy_timeout,
+        isolation_level=None,
+        check_same_thread=False,
+        factory=Connection,
     )
-    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-    db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    _count(db, path)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    except BaseException:
+        db.close()  # not left to the garbage collector, with the file counted open
+        raise
     return db
 
 
@@ -308,6 +415,9 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     try:
         db = connect(path, busy_timeout=busy_timeout, synchronous=synchronous)
     except sqlite3.Error as e:
+        error = translate(e, path)
+        if isinstance(error, StoreFull):
+            raise error from e
         raise StoreUnavailable(f"cannot open the store {path}: {e}") from e
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -368,6 +478,14 @@ def translate(e: sqlite3.Error, path: Path) -> StoreError:
         return CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}")
     if name.startswith("SQLITE_FULL"):
         return StoreFull(f"the disk holding the store {path} is full")
+    if name == "SQLITE_IOERR_SHMSIZE":
+        # The WAL index ({path}-shm) could not grow: the disk is full. It exists while
+        # any process has the store open, so this is met by the first one to open it
+        # (even to read) on a full disk; SQLite itself only says "disk I/O error".
+        return StoreFull(
+            f"the disk holding the store {path} is full: SQLite cannot create the store's"
+            f" index {path}-shm there, even to read; free some space"
+        )
     if name.startswith("SQLITE_READONLY"):
         return StoreUnavailable(f"the store {path} is read-only here ({e})")
     return StoreUnavailable(f"the store {path} failed: {e}")
