@@ -44,11 +44,14 @@ WRITER = (
     + r"""
 import hashlib, os, sys
 
-root = sys.argv[1]
+# Names are opened relative to the mount's root directory, never by path: once the
+# mount is gone (auto-unmount), a path would reach the empty directory beneath it and
+# the writer would go on writing to the plain disk.
+root = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 for v in range(int(sys.argv[2])):
     data = content(v)
     try:
-        fd = os.open(os.path.join(root, name_of(v)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(name_of(v), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=root)
         try:
             view = memoryview(data)
             while view:
