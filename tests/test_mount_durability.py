@@ -108,6 +108,13 @@ def test_names_and_paths_over_the_limits_answer_enametoolong(memfs_mount: MountH
     with pytest.raises(OSError) as info:
         root.joinpath(*[f"d{i}" for i in range(21)]).mkdir(parents=True)
     assert info.value.errno == errno.ENAMETOOLONG
+    for probe in (os.stat, os.chmod):
+        with pytest.raises(OSError) as info:
+            probe(root / ("n" * 256), *(() if probe is os.stat else (0o600,)))
+        assert info.value.errno == errno.ENAMETOOLONG
+    with pytest.raises(OSError) as info:
+        os.stat(root / "short-and-missing")
+    assert info.value.errno == errno.ENOENT
     with pytest.raises(OSError) as info:
         (root / "CON").write_text("x")  # refused by the gate, but not for its length
     assert info.value.errno == errno.EINVAL

@@ -34,7 +34,7 @@ from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, op, parent_of, pending_attrs, rel
 from memfs.mount.options import MountOptions, errno_of
 from memfs.mount.readcache import ReadCache
-from memfs.mount.writes import Health, PendingWrites
+from memfs.mount.writes import Health, PendingWrites, fits_gate
 from memfs.store.base import Change, Entry, Store
 
 __all__ = ["MemfsOperations", "MountOptions", "errno_of"]
@@ -242,6 +242,12 @@ class MemfsOperations(NamespaceOps):
             return hit
         try:
             entry = self.store.stat(p)
+        except errors.NotFound:
+            if not fits_gate(p):
+                # Looked up by a name longer than any the store holds: say so, as a
+                # local disk does for a name past NAME_MAX.
+                raise OSError(errno.ENAMETOOLONG, "name or path too long") from None
+            raise
         except errors.PathError:
             # A name the store cannot hold does not exist (tools probe such names).
             raise OSError(errno.ENOENT, "no such entry") from None

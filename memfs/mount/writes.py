@@ -45,7 +45,7 @@ from pathlib import Path
 from memfs.errors import AlreadyExists, Conflict, MemfsError, NotFound, PathError, PathTooLong
 from memfs.mount import journal as jr
 from memfs.mount.options import errno_of
-from memfs.paths import parse_rel
+from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
 from memfs.store.base import Entry, Store
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,15 @@ def check_new_name(path: str) -> None:
     except PathError as e:
         log.warning("memfs: refused to create %r: %s", path, e)
         raise OSError(errno.EINVAL, str(e)) from None
+
+
+def fits_gate(path: str) -> bool:
+    """Whether ``path``'s names and length are within the gate's limits (the rest of
+    the rule aside): a lookup past them answers ENAMETOOLONG rather than ENOENT."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return fits(path.count("/") + 1, len(raw)) and all(
+        len(part) <= MAX_SEGMENT_BYTES for part in raw.split(b"/")
+    )
 
 
 def same_writer(a: str, b: str) -> bool:
