@@ -291,10 +291,14 @@ class PendingWrites:
         if buf is not None:
             buf.author = author
             return buf
-        entry = self.store.stat(path)
-        if not entry.is_file:
-            self.store.read(path)  # raises the precise error (IsADirectory, NotFound)
-        content = b"" if whole else self.store.read(path)[0]
+        if whole:
+            entry = self.store.stat(path)
+            if not entry.is_file:
+                self.store.read(path)  # raises the precise error (IsADirectory, NotFound)
+            content = b""
+        else:
+            # One read: the content and the revision it is the base of, consistently.
+            content, entry = self.store.read(path)
         buf = Buffer(
             next(self._ids), path, bytearray(content), author, entry.rev, entry.mode, False
         )
