@@ -72,6 +72,22 @@ def test_root_is_created_0700_whatever_the_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(tmp_path / "deep" / "mem").st_mode) == 0o700
 
 
+def test_missing_parents_of_the_root_are_0700_under_umask_0(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir(mode=0o755)
+    os.chmod(tmp_path / "home", 0o755)
+    old = os.umask(0)
+    try:
+        MemoryHandler(tmp_path / "home" / "share" / "app" / "mem")
+    finally:
+        os.umask(old)
+    modes = {
+        name: stat.S_IMODE(os.stat(tmp_path / "home" / name).st_mode)
+        for name in ("share", "share/app", "share/app/mem")
+    }
+    assert modes == {"share": 0o700, "share/app": 0o700, "share/app/mem": 0o700}
+    assert stat.S_IMODE(os.stat(tmp_path / "home").st_mode) == 0o755  # existing: untouched
+
+
 def test_root_that_is_a_file_is_refused_clearly(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(Exception, match=r"exists but is not a directory"):

@@ -81,6 +81,28 @@ def _os_reason(exc: OSError) -> str:
     return f"{reason} ({name})" if name else reason
 
 
+def _make_private_dirs(path: str) -> None:
+    """Create ``path`` and its missing parents, each 0700 whatever the umask.
+
+    The parents hold the memory too (a path like ~/.local/share/app/memories): made by
+    os.makedirs they would get 0777 minus the umask, readable by everyone under umask 0.
+    Directories that already exist are left as they are.
+    """
+    missing: list[str] = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs to set
+        os.chmod(directory, DIR_MODE)  # mkdir's mode is cut by the umask
+
+
 class MemoryHandler:
     """Executes memory tool commands on the directory ``root`` (made 0700 if missing).
 
@@ -105,12 +127,7 @@ class MemoryHandler:
             )
         self.root = os.path.abspath(os.fspath(root))
         if not os.path.lexists(self.root):
-            os.makedirs(os.path.dirname(self.root), exist_ok=True)
-            try:
-                os.mkdir(self.root, DIR_MODE)
-                os.chmod(self.root, DIR_MODE)  # mkdir's mode is cut by the umask
-            except FileExistsError:
-                pass
+            _make_private_dirs(self.root)
         if not os.path.isdir(self.root):
             raise NotADirectory(
                 f"The memory root {self.root} exists but is not a directory; "
