@@ -95,11 +95,18 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli: Cli)
     assert entry is not None and entry.is_memfs
     (mp / "note.md").write_text("hello\n")
 
-    shown = cli("status")
-    assert shown.returncode == 0, shown.stderr
-    header, row = shown.stdout.splitlines()
-    assert header.split() == ["MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG"]
-    cells = row.split()
+    columns = ["MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG"]
+
+    def listed() -> list[str] | None:
+        shown = cli("status")
+        assert shown.returncode == 0, shown.stderr
+        header, row = shown.stdout.splitlines()
+        assert header.split() == columns
+        cells = row.split()
+        return cells if cells[5] == "1" else None
+
+    # Unfsynced, the note is committed after the 0.1 s quiet period, not by close.
+    cells = wait_for(listed, 10, what="status to count the note once it is committed")
     assert cells[:4] == [str(mp), url, str(record.pid), "mounted"]
     assert cells[5:8] == ["1", "6", "B"]
     assert cells[8] == record.log_path and Path(record.log_path).exists()
