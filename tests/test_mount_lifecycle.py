@@ -198,6 +198,32 @@ def test_signal_unmounts_and_commits_buffered_write(memfs_mount: MountHandle, si
     assert memfs_mount.store().read("unsynced.bin")[0] == data
 
 
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ignored_by_the_caller_still_unmounts(
+    tmp_path: Path, cli: Cli, memfs_state_dir: Path, signum: int
+) -> None:
+    # `nohup memfs mount` (or `nohup make test`) hands the daemon SIGHUP as ignored; a
+    # script's background job gets SIGINT so. The daemon must still unmount on them.
+    mp = tmp_path / "mnt"
+    env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir)}
+    ignore = f'trap "" {signal.Signals(signum).name[3:]}; exec "$0" "$@"'
+    done = subprocess.run(
+        ["sh", "-c", ignore, MEMFS, "mount", str(mp), "--store", sqlite_url(tmp_path / "s.db")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    record = state.lookup(mp)
+    assert record is not None
+    os.kill(record.pid, signum)
+    wait_for(lambda: not state.pid_alive(record.pid), 15, what="the daemon to exit")
+    assert host.mount_entry(mp) is None
+    assert state.records() == []
+
+
 # --- crash recovery ---------------------------------------------------------------------
 
 

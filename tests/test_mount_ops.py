@@ -39,8 +39,10 @@ SERVE = """
 import json, logging, sys
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 from memfs.store import open_store
+from memfs.mount.daemon import reset_stop_signals
 from memfs.mount.fuse import serve
 from memfs.mount.options import MountOptions
+reset_stop_signals()  # as the daemon's entry does: the signals may come in ignored
 store = open_store(sys.argv[1])
 def ready():
     sys.stdout.write("READY\\n")

@@ -339,6 +339,18 @@ def status() -> list[MountStatus]:
 
 # --- the child -----------------------------------------------------------------------
 
+# The signals that unmount cleanly. libfuse installs its handlers only for a signal whose
+# disposition is SIG_DFL, and an ignored disposition survives exec: a daemon started
+# under nohup ignored SIGHUP, one started by a caller that ignores SIGTERM ignored that.
+# (mfusepy already resets SIGINT around the loop; all three follow the one rule here.)
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+
+def reset_stop_signals() -> None:
+    """Give :data:`STOP_SIGNALS` their default disposition, for libfuse to take over."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the background daemon (``python -m memfs.mount.daemon``)."""
@@ -349,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mountpoint")
     parser.add_argument("store_url")
     args = parser.parse_args(argv)
+    reset_stop_signals()
     # Warnings from the operations (a commit that failed, a refused rename) are the
     # daemon's only voice: they go to the log file the parent set as stderr.
     logging.basicConfig(
