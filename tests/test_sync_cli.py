@@ -72,6 +72,16 @@ def test_bad_store_url_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert len(out.strip().splitlines()) == 1 and "nosuch://" in out
 
 
+@pytest.mark.parametrize("store", ["nosuch://x", "{tmp}/notes.txt"])
+def test_a_bad_store_fails_before_dir_is_created(tmp_path: Path, store: str) -> None:
+    (tmp_path / "notes.txt").write_text("a text file, not a store\n")
+    target = tmp_path / "new" / "mirror"
+    code, out = run_cli(str(target), "--store", store.format(tmp=tmp_path), "--once")
+    assert code == 1
+    assert out.startswith("Error: ") and len(out.splitlines()) == 1, out
+    assert not (tmp_path / "new").exists()
+
+
 # --- real processes ------------------------------------------------------------------
 @pytest.fixture
 def procs() -> Iterator[list[subprocess.Popen[bytes]]]:

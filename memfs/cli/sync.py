@@ -42,33 +42,40 @@ def sync(
     restored from the store instead. Editor temp/swap/backup files, .git, symlinks and
     names memfs refuses stay local (the last three with a warning).
     """
-    from memfs.store import default_url
+    from memfs.store import default_url, open_store
     from memfs.sync import Mirror
 
     handler = _log_to_stderr(verbose)
     try:
         url = store_url if store_url is not None else default_url()
-        if not directory.exists() and not directory.is_symlink():
-            # Like `memfs mount`, a fresh mirror should just work; a typo'd path costs
-            # nothing but a new directory filled from the store.
-            try:
-                directory.mkdir(parents=True, mode=0o700)
-            except OSError as exc:
-                raise click.ClickException(f"cannot create {directory}: {exc.strerror}") from exc
-            click.echo(f"Created {directory.absolute()}.", err=True)
-        mirror = Mirror(directory, url, state_path=state_path)
-        if once:
-            mirror.run_once()
-            click.echo(f"Synced {mirror.root} with {url}.")
-            return
-        _stop_on_signals(mirror)
-        click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
-        mirror.run()
-        click.echo(f"Stopped syncing {mirror.root}.", err=True)
+        # The store first: a bad one must fail before DIR is created for it.
+        with open_store(url) as store:
+            _create_missing(directory)
+            mirror = Mirror(directory, store, state_path=state_path)
+            if once:
+                mirror.run_once()
+                click.echo(f"Synced {mirror.root} with {url}.")
+                return
+            _stop_on_signals(mirror)
+            click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
+            mirror.run()
+            click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         logging.getLogger("memfs.sync").removeHandler(handler)
+
+
+def _create_missing(directory: Path) -> None:
+    if directory.exists() or directory.is_symlink():
+        return
+    # Like `memfs mount`, a fresh mirror should just work; a typo'd path costs nothing
+    # but a new directory filled from the store.
+    try:
+        directory.mkdir(parents=True, mode=0o700)
+    except OSError as exc:
+        raise click.ClickException(f"cannot create {directory}: {exc.strerror}") from exc
+    click.echo(f"Created {directory.absolute()}.", err=True)
 
 
 def _log_to_stderr(verbose: bool) -> logging.Handler:
