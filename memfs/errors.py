@@ -85,7 +85,28 @@ class InvalidMove(StoreError):
 
 
 class StoreUnavailable(StoreError):
-    pass
+    """The store cannot be opened or used.
+
+    When using another store is one way out (the file is damaged, is not a memfs store,
+    lies in a read-only place), ``remedy`` says what else helps ("" if nothing) and the
+    message ends "...; {remedy} or use another store". Only the caller knows where the
+    URL came from (an option, an environment variable, a default), so :meth:`advice`
+    lets it say how to choose another one instead. ``remedy=None``: another store is no
+    answer (busy, a full disk, a closed handle), the message stands as given.
+    """
+
+    def __init__(self, message: str, *, path: str = "", remedy: str | None = None) -> None:
+        self.problem = message
+        self.remedy = remedy
+        super().__init__(self.advice("use another store"), path=path)
+
+    def advice(self, elsewhere: str) -> str:
+        """The one-line message, with ``elsewhere`` saying how to choose another store."""
+        if self.remedy is None:
+            return self.problem
+        if not self.remedy:
+            return f"{self.problem}; {elsewhere}"
+        return f"{self.problem}; {self.remedy} or {elsewhere}"
 
 
 class StoreFull(StoreUnavailable):

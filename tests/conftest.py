@@ -1,3 +1,8 @@
 """Shared pytest configuration. Fixture families live in tests/fixtures/, one module each."""
 
-pytest_plugins = ["tests.fixtures.mount", "tests.fixtures.model_server", "tests.fixtures.sync"]
+pytest_plugins = [
+    "tests.fixtures.mount",
+    "tests.fixtures.model_server",
+    "tests.fixtures.sync",
+    "tests.fixtures.bad_stores",
+]

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import click
 
+from memfs.cli import stores
 from memfs.errors import MemfsError
 from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 
 
-def _fail(exc: MemfsError) -> click.ClickException:
-    return click.ClickException(str(exc))
+def _fail(exc: MemfsError, elsewhere: str | None = None) -> click.ClickException:
+    return click.ClickException(stores.message(exc, elsewhere))
 
 
 def _note(message: str) -> None:
@@ -67,13 +68,11 @@ def mount(
     options = None
     if commit_on_close or allow_other:
         options = MountOptions(commit_on_close=commit_on_close, allow_other=allow_other)
+    choice = stores.choose(store_url)
+    store_url = choice.url
     try:
         if allow_other:
             host.check_allow_other()
-        if store_url is None:
-            from memfs.store import default_url
-
-            store_url = default_url()
         target = mountpoint if mountpoint is not None else state.default_mountpoint()
         if foreground:
             daemon.start(
@@ -91,7 +90,7 @@ def mount(
             return
         record = daemon.start(target, store_url, debug=debug, options=options, on_note=_note)
     except MemfsError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, choice.elsewhere) from exc
     click.echo(_mounted_message(record))
 
 

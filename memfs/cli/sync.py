@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memfs.cli import stores
 from memfs.errors import MemfsError
 
 if TYPE_CHECKING:
@@ -42,12 +43,13 @@ def sync(
     restored from the store instead. Editor temp/swap/backup files, .git, symlinks and
     names memfs refuses stay local (the last three with a warning).
     """
-    from memfs.store import default_url, open_store
+    from memfs.store import open_store
     from memfs.sync import Mirror
 
+    choice = stores.choose(store_url)
+    url = choice.url
     handler = _log_to_stderr(verbose)
     try:
-        url = store_url if store_url is not None else default_url()
         # The store first: a bad one must fail before DIR is created for it.
         with open_store(url) as store:
             _create_missing(directory)
@@ -61,7 +63,7 @@ def sync(
             mirror.run()
             click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     finally:
         logging.getLogger("memfs.sync").removeHandler(handler)
 

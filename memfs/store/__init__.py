@@ -22,6 +22,7 @@ from memfs.errors import StoreUnavailable, UnknownScheme
 from memfs.store.base import Change, Entry, Revision, Store, Usage
 
 __all__ = [
+    "STORE_ENV",
     "Change",
     "Entry",
     "Opener",
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 Opener = Callable[[str, Mapping[str, object]], Store]
+
+STORE_ENV = "MEMFS_STORE"
 
 _openers: dict[str, Opener] = {}
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -51,7 +54,7 @@ def known_schemes() -> list[str]:
 
 def default_url() -> str:
     """``$MEMFS_STORE``, or an SQLite file in the user data directory."""
-    env = os.environ.get("MEMFS_STORE", "").strip()
+    env = os.environ.get(STORE_ENV, "").strip()
     if env:
         return env
     from platformdirs import user_data_dir

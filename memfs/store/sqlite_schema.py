@@ -20,6 +20,7 @@ the first commit on and step 1 can trust the raw bytes even after a crash.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import stat
@@ -33,6 +34,7 @@ from urllib.parse import quote
 
 from memfs.errors import CorruptStore, StoreError, StoreFull, StoreUnavailable
 from memfs.store.base import DEFAULT_DIR_MODE
+from memfs.store.sqlite_checks import unwritable
 
 APPLICATION_ID = 0x6D656D66  # "memf"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -253,8 +255,10 @@ def read_header(path: Path) -> bytes | None:
             os.close(fd)
 
 
-def _advice(path: Path) -> str:
-    return f"move {path} aside or point MEMFS_STORE at another file"
+# What a person can do about a file that is not (or no longer) a usable store, besides
+# using another store (see StoreUnavailable.advice).
+MOVE_ASIDE = "move it aside"
+RESTORE = "restore it from a backup, move it aside"
 
 
 def inspect(path: Path) -> FileState:
@@ -269,17 +273,17 @@ def inspect(path: Path) -> FileState:
     except FileNotFoundError:
         return "new"
     except OSError as e:
-        raise StoreUnavailable(f"cannot use the store {path}: {e.strerror}") from e
+        raise StoreUnavailable(f"cannot use the store {path}: {e.strerror}", remedy="") from e
     if stat.S_ISDIR(st.st_mode):
         raise StoreUnavailable(
             f"the store path {path} is a directory; give a file path such as {path}/memory.db"
         )
     if not stat.S_ISREG(st.st_mode):
-        raise StoreUnavailable(f"the store path {path} is not a regular file")
+        raise StoreUnavailable(f"the store path {path} is not a regular file", remedy="")
     try:
         header = read_header(path)
     except OSError as e:
-        raise StoreUnavailable(f"cannot read the store {path}: {e.strerror}") from e
+        raise StoreUnavailable(f"cannot read the store {path}: {e.strerror}", remedy="") from e
     if header is None:
         # Open here already, so it passed the byte checks then; SQLite's view is safe.
         return _classify(path)
@@ -287,7 +291,7 @@ def inspect(path: Path) -> FileState:
         return "new"
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
         raise CorruptStore(
-            f"{path} is not a memfs store (not an SQLite database, or damaged); {_advice(path)}"
+            f"{path} is not a memfs store (not an SQLite database, or damaged)", remedy=RESTORE
         )
     app_id = int.from_bytes(header[68:72], "big", signed=True)
     version = int.from_bytes(header[60:64], "big", signed=True)
@@ -299,7 +303,8 @@ def inspect(path: Path) -> FileState:
     if app_id != 0:
         raise CorruptStore(
             f"{path} is an SQLite database of another application"
-            f" (application_id {app_id:#x}), not a memfs store; {_advice(path)}"
+            f" (application_id {app_id:#x}), not a memfs store",
+            remedy=MOVE_ASIDE,
         )
     # The raw header said "no id", but another process may be creating a store here right
     # now: ask SQLite, which waits for that commit and reads id and tables together.
@@ -316,13 +321,15 @@ def _classify(path: Path) -> FileState:
     if app_id != 0:
         raise CorruptStore(
             f"{path} is an SQLite database of another application"
-            f" (application_id {app_id:#x}), not a memfs store; {_advice(path)}"
+            f" (application_id {app_id:#x}), not a memfs store",
+            remedy=MOVE_ASIDE,
         )
     if tables:
         shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
         raise CorruptStore(
             f"{path} is an SQLite database of another application (tables: {shown}),"
-            f" not a memfs store; {_advice(path)}"
+            " not a memfs store",
+            remedy=MOVE_ASIDE,
         )
     return "empty"
 
@@ -330,7 +337,8 @@ def _classify(path: Path) -> FileState:
 def newer_version(path: Path, version: int) -> StoreUnavailable:
     return StoreUnavailable(
         f"the store {path} was created by a newer memfs (schema {version}, this memfs"
-        f" knows up to {SCHEMA_VERSION}); upgrade memfs to use it"
+        f" knows up to {SCHEMA_VERSION})",
+        remedy="upgrade memfs to use it",
     )
 
 
@@ -349,8 +357,8 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
         wal_pending = False
     if counter_valid and pages and size < pages * page_size and not wal_pending:
         raise CorruptStore(
-            f"the store {path} is truncated ({size} bytes, its header says"
-            f" {pages * page_size}); restore it from a backup or {_advice(path)}"
+            f"the store {path} is truncated ({size} bytes, its header says {pages * page_size})",
+            remedy=RESTORE,
         )
 
 
@@ -360,7 +368,7 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
     try:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, factory=Connection)
     except sqlite3.Error as e:
-        raise CorruptStore(f"cannot inspect {path} ({e}); {_advice(path)}") from e
+        raise CorruptStore(f"cannot inspect {path} ({e})", remedy=MOVE_ASIDE) from e
     _count(db, path)
     try:
         db.execute("BEGIN")
@@ -371,7 +379,7 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
         ).fetchall()
         db.execute("COMMIT")
     except sqlite3.Error as e:
-        raise CorruptStore(f"{path} is a damaged SQLite database ({e}); {_advice(path)}") from e
+        raise CorruptStore(f"{path} is a damaged SQLite database ({e})", remedy=RESTORE) from e
     finally:
         db.close()
     return int(app_id), int(version), [r[0] for r in rows]
@@ -409,7 +417,7 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StoreUnavailable(f"cannot create the directory for {path}: {e}") from e
+            raise _cannot_create(path, e) from e
         if not path.exists():
             _publish_new(path, busy_timeout=busy_timeout, synchronous=synchronous)
     try:
@@ -418,7 +426,7 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
         error = translate(e, path)
         if isinstance(error, StoreFull):
             raise error from e
-        raise StoreUnavailable(f"cannot open the store {path}: {e}") from e
+        raise _cannot_open(path, e) from e
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -447,6 +455,11 @@ def _publish_new(path: Path, *, busy_timeout: float, synchronous: str) -> None:
     """
     temp = path.with_name(f".{path.name}.creating-{os.getpid()}-{os.urandom(4).hex()}")
     try:
+        # Made here, not by SQLite, whose "unable to open database file" says not why.
+        os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        raise _cannot_create(path, e) from e
+    try:
         db = connect(temp, busy_timeout=busy_timeout, synchronous=synchronous)
         try:
             _migrate(db, temp)
@@ -459,10 +472,30 @@ def _publish_new(path: Path, *, busy_timeout: float, synchronous: str) -> None:
     except sqlite3.Error as e:
         raise translate(e, path) from e
     except OSError as e:
-        raise StoreUnavailable(f"cannot create the store {path}: {e.strerror}") from e
+        raise _cannot_create(path, e) from e
     finally:
         for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
-            leftover.unlink(missing_ok=True)
+            # Cleanup must not replace the error that brought us here.
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+
+
+def _cannot_create(path: Path, e: OSError) -> StoreUnavailable:
+    if e.errno == errno.ENOSPC:
+        return StoreFull(f"the disk holding the store {path} is full")
+    found = unwritable(path)
+    if found is not None:
+        why, remedy = found
+        return StoreUnavailable(f"cannot create the store {path}: {why}", remedy=remedy)
+    return StoreUnavailable(f"cannot create the store {path}: {e.strerror or e}", remedy="")
+
+
+def _cannot_open(path: Path, e: sqlite3.Error) -> StoreUnavailable:
+    found = unwritable(path)
+    if found is not None:
+        why, remedy = found
+        return StoreUnavailable(f"cannot open the store {path} for writing: {why}", remedy=remedy)
+    return StoreUnavailable(f"cannot open the store {path}: {e}", remedy="")
 
 
 def translate(e: sqlite3.Error, path: Path) -> StoreError:
@@ -475,7 +508,7 @@ def translate(e: sqlite3.Error, path: Path) -> StoreError:
             f"the store {path} is busy: another process held its write lock too long; retry"
         )
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return CorruptStore(f"the store {path} is damaged ({e}); {_advice(path)}")
+        return CorruptStore(f"the store {path} is damaged ({e})", remedy=RESTORE)
     if name.startswith("SQLITE_FULL"):
         return StoreFull(f"the disk holding the store {path} is full")
     if name == "SQLITE_IOERR_SHMSIZE":
@@ -486,8 +519,10 @@ def translate(e: sqlite3.Error, path: Path) -> StoreError:
             f"the disk holding the store {path} is full: SQLite cannot create the store's"
             f" index {path}-shm there, even to read; free some space"
         )
-    if name.startswith("SQLITE_READONLY"):
-        return StoreUnavailable(f"the store {path} is read-only here ({e})")
+    if name.startswith("SQLITE_READONLY") and unwritable(path) is None:
+        return StoreUnavailable(f"the store {path} is read-only here ({e})", remedy="")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+        return _cannot_open(path, e)
     return StoreUnavailable(f"the store {path} failed: {e}")
 
 
@@ -500,9 +535,9 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         if version == 0 and app_id == 0:
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             if tables:
-                raise CorruptStore(f"{path} is not a memfs store; {_advice(path)}")
+                raise CorruptStore(f"{path} is not a memfs store", remedy=MOVE_ASIDE)
         elif app_id != APPLICATION_ID:
-            raise CorruptStore(f"{path} is not a memfs store; {_advice(path)}")
+            raise CorruptStore(f"{path} is not a memfs store", remedy=MOVE_ASIDE)
         if version > SCHEMA_VERSION:
             raise newer_version(path, version)
         for step in MIGRATIONS[version:]:

@@ -1,0 +1,42 @@
+"""Which store a command uses and where that choice came from.
+
+A message about a bad store ends with how to use another one, said the way this one was
+chosen: ``--store URL`` when the URL came from the option, ``$MEMFS_STORE`` when from
+the environment, both when the user's default store is the bad one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import STORE_ENV, default_url
+
+FROM_OPTION = "give another --store URL"
+FROM_ENV = f"point ${STORE_ENV} at another store"
+FROM_DEFAULT = f"give --store URL (or set ${STORE_ENV}) to use another store"
+FROM_MOUNT = "give --store URL to read another store"  # the store behind a mounted path
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChoice:
+    url: str
+    elsewhere: str  # how to choose another store, as the end of a message
+
+
+def choose(option: str | None) -> StoreChoice:
+    """The store named by ``--store``, else by ``$MEMFS_STORE``, else the default."""
+    if option is not None:
+        return StoreChoice(option, FROM_OPTION)
+    if os.environ.get(STORE_ENV, "").strip():
+        return StoreChoice(default_url(), FROM_ENV)
+    return StoreChoice(default_url(), FROM_DEFAULT)
+
+
+def message(exc: MemfsError, elsewhere: str | None) -> str:
+    """The one line for ``exc``; a store that cannot be used says how to use another
+    (``elsewhere``; None when the command chose no store)."""
+    if isinstance(exc, StoreUnavailable) and elsewhere is not None:
+        return exc.advice(elsewhere)
+    return str(exc)
