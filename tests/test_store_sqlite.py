@@ -20,6 +20,7 @@ from memfs.errors import CorruptStore, StoreUnavailable, UnknownScheme
 from memfs.store import Store, default_url, open_store, register
 from memfs.store.sqlite import SqliteStore
 from memfs.store.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+from tests.fixtures.bad_stores import damage
 
 A = "tester"
 
@@ -228,9 +229,14 @@ def _truncated(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
+def _damaged_pages(path: Path) -> None:
+    damage(path)
+
+
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
+        (_damaged_pages, CorruptStore, "is damaged"),
         (_random_bytes, CorruptStore, "not a memfs store"),
         (_text, CorruptStore, "not a memfs store"),
         (_sqlite_magic_then_garbage, CorruptStore, "another application|damaged"),

@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from memfs.errors import CorruptStore, StoreError, StoreFull, StoreUnavailable
 from memfs.store.base import DEFAULT_DIR_MODE
-from memfs.store.sqlite_checks import unwritable
+from memfs.store.sqlite_checks import check_pages, unwritable
 
 APPLICATION_ID = 0x6D656D66  # "memf"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -428,6 +428,9 @@ def prepare(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
             raise error from e
         raise _cannot_open(path, e) from e
     try:
+        if state == "ours":
+            # Before anything is written: a damaged file is refused, never migrated.
+            check_pages(db, path, remedy=RESTORE)
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise newer_version(path, version)
