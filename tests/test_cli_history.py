@@ -76,12 +76,18 @@ def test_a_deleted_file_shows_its_last_revision(tmp_path: Path, store: Store) ->
     assert shown.stdout_bytes == b"v2\n"
 
 
-def test_errors_are_one_line_and_status_1(tmp_path: Path, store: Store) -> None:
+def test_errors_are_one_line_status_1_and_name_the_store(tmp_path: Path, store: Store) -> None:
     db = str(tmp_path / "m.db")
     cases = [
-        (("nope.md", "--store", db), "Error: no entry and no retained history at 'nope.md'\n"),
-        (("notes/a.md", "--store", db, "--show", "1"), "Error: revision 1 of 'notes/a.md'"),
-        (("notes", "--store", db), "Error: 'notes' is a directory\n"),
+        (
+            ("nope.md", "--store", db),
+            f"Error: no entry and no retained history at 'nope.md' (in the store {db})\n",
+        ),
+        (
+            ("notes/a.md", "--store", db, "--show", "1"),
+            f"Error: revision 1 of 'notes/a.md' is not retained (in the store {db})\n",
+        ),
+        (("notes", "--store", db), f"Error: 'notes' is a directory (in the store {db})\n"),
         (("/memories/../x", "--store", db), "Error: '/memories/../x' is not a memory path"),
     ]
     for args, expected in cases:
@@ -96,7 +102,7 @@ def test_no_store_is_an_error_and_creates_none(tmp_path: Path) -> None:
     result = run("a.md", "--store", str(missing))
     assert (result.exit_code, result.stderr) == (
         1,
-        f"Error: no store at {missing} (give --store URL)\n",
+        f"Error: no store at {missing}; give another --store URL\n",
     )
     assert not missing.exists()
 
@@ -119,3 +125,26 @@ def test_a_file_in_a_mount_uses_the_mounts_store(memfs_mount: MountHandle) -> No
     ]
     assert f"(pid {os.getpid()})" in result.output.splitlines()[0]
     assert run(str(path), "--show", str(history[-1].rev)).stdout_bytes == b"one\n"
+
+
+@pytest.mark.fuse
+def test_a_file_in_a_mount_with_store_is_read_at_its_place_in_the_tree(
+    memfs_mount: MountHandle,
+) -> None:
+    path = memfs_mount.mountpoint / "d" / "m.md"
+    path.parent.mkdir()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, b"one\n")
+    os.fsync(fd)
+    os.close(fd)
+    store = memfs_mount.store()
+    (revision,) = wait_for(lambda: store.history("d/m.md"))
+    # --store names the store to read; the mounted path still means d/m.md in it.
+    result = run(str(path), "--store", memfs_mount.store_url)
+    assert result.exit_code == 0, result.output
+    assert result.output.split("  ")[0] == str(revision.rev)
+    missing = run(str(path.with_name("gone.md")), "--store", memfs_mount.store_url)
+    assert missing.stderr == (
+        "Error: no entry and no retained history at 'd/gone.md'"
+        f" (in the store {memfs_mount.store_url})\n"
+    )

@@ -1,8 +1,9 @@
 """``memfs history PATH``: who changed a file, when, and what it contained.
 
-PATH is a file in a memfs mount (its store is the mount's), a model path
-(``/memories/notes.md``) or a store-relative path (``notes.md``) in ``--store`` or the
-user's store. A deleted file's path shows its retained (tombstoned) revision.
+PATH is a file in a memfs mount (its store is the mount's unless ``--store`` names
+another), a model path (``/memories/notes.md``) or a store-relative path (``notes.md``)
+in ``--store`` or the user's store. A deleted file's path shows its retained
+(tombstoned) revision. Every error names the store it looked in.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import click
 
-from memfs.errors import MemfsError, PathError
+from memfs.cli import stores
+from memfs.cli.stores import StoreChoice
+from memfs.errors import MemfsError, PathError, StoreUnavailable
 from memfs.store.base import Revision
 
 
@@ -24,32 +27,39 @@ def format_revision(r: Revision) -> str:
     return f"{r.rev}  {_local_time(r.time_ns)}  {r.author}  {r.size}  {r.sha256[:12]}"
 
 
-def resolve(path: str, store_url: str | None) -> tuple[str, str]:
-    """The store URL and store-relative path that ``path`` names."""
+def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
+    """The store and the store-relative path that ``path`` names.
+
+    A path inside a mount is a file of the mount's store, so it is translated to its
+    place in the tree even when ``--store`` names the store to read (another mount of
+    it, a copy); without ``--store`` the mount's own store is read.
+    """
     from memfs.mount import state
     from memfs.paths import ROOT, parse, parse_rel
-    from memfs.store import default_url
 
-    if store_url is None:
-        record = state.lookup(path)
-        if record is not None:
-            inside = state.normalize(path).relative_to(record.mountpoint)
-            return record.store_url, parse_rel("" if inside == Path(".") else inside.as_posix()).rel
-    url = store_url if store_url is not None else default_url()
+    record = state.lookup(path)
+    if record is not None:
+        inside = state.normalize(path).relative_to(record.mountpoint)
+        rel = parse_rel("" if inside == Path(".") else inside.as_posix()).rel
+        if store_url is None:
+            return StoreChoice(record.store_url, stores.FROM_MOUNT), rel
+        return stores.choose(store_url), rel
+    choice = stores.choose(store_url)
     if path == ROOT or path.startswith(ROOT + "/"):
-        return url, parse(path).rel
-    return url, parse_rel(path.strip("/")).rel
+        return choice, parse(path).rel
+    return choice, parse_rel(path.strip("/")).rel
 
 
-def _require_existing(url: str) -> None:
+def _require_existing(choice: StoreChoice) -> None:
     """Refuse to create a store just to show that it has no history."""
     from memfs.store.sqlite_options import path_from_url
 
+    url = choice.url
     if "://" in url and not url.lower().startswith("sqlite://"):
         return  # a server store: opening it creates no file
     file = path_from_url(url.partition("?")[0] if "://" in url else url)
     if not file.exists():
-        raise click.ClickException(f"no store at {file} (give --store URL)")
+        raise click.ClickException(f"no store at {file}; {choice.elsewhere}")
 
 
 @click.command()
@@ -66,18 +76,23 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
     from memfs.store import open_store
 
     try:
-        url, rel = resolve(path, store_url)
-        _require_existing(url)
-        with open_store(url) as store:
+        choice, rel = resolve(path, store_url)
+    except PathError as exc:
+        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        _require_existing(choice)
+        with open_store(choice.url) as store:
             if show_rev is not None:
                 data = store.read_revision(rel, show_rev)
                 click.echo(data, nl=False)
                 return
             revisions = store.history(rel, limit)
-    except PathError as exc:
-        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
     for revision in revisions:
         click.echo(format_revision(revision))
 
