@@ -312,36 +312,110 @@ def test_view_truncates_long_output_and_pages_with_view_range(h: MemoryHandler, 
     lines = [f"line {i} of the long file" for i in range(1, 3001)]
     (root / "long.md").write_text("\n".join(lines) + "\n")
     numbered = [f"{i:>6}\t{text}" for i, text in enumerate(lines, 1)]
-    # The most lines whose numbered form, joined by newlines, fits in 16,000 characters.
-    used, last = -1, 0
-    while used + 1 + len(numbered[last]) <= 16_000:
-        used += 1 + len(numbered[last])
-        last += 1
     head = "Here's the content of /memories/long.md with line numbers:\n"
-    expected = (
-        head
-        + "\n".join(numbered[:last])
-        + (
-            f"\n[Output truncated at line {last:,} of 3,000 to stay under 16,000 characters. "
-            f"Use view_range [{last + 1}, -1] to see the rest.]"
+
+    def cut_after(last: int, end: int = -1) -> str:
+        return (
+            head
+            + "\n".join(numbered[:last])
+            + f"\n[Output truncated at line {last:,} of 3,000 to stay under 16,000 characters. "
+            f"Use view_range [{last + 1}, {end}] to see the rest.]"
         )
-    )
-    assert ok(h, command="view", path="/memories/long.md") == expected
+
+    # The most whole lines that fit in 16,000 characters with the header and the hint.
+    last = 1
+    while len(cut_after(last + 1)) <= 16_000:
+        last += 1
+    assert ok(h, command="view", path="/memories/long.md") == cut_after(last)
     page = ok(h, command="view", path="/memories/long.md", view_range=[last + 1, -1])
     assert page.split("\n")[1] == numbered[last]
     ranged = ok(h, command="view", path="/memories/long.md", view_range=[1, 2999])
-    assert ranged.endswith(f"Use view_range [{last + 1}, 2999] to see the rest.]")
+    assert ranged == cut_after(last, 2999)
 
 
-def test_view_shows_one_huge_line_whole(h: MemoryHandler, root: Path) -> None:
+def _cut_line_view(content: str) -> tuple[str, str, int]:
+    """(first numbered line, hint line, characters shown of the cut line)."""
+    header, line, hint = content.split("\n")
+    assert header.startswith("Here's the content of ")
+    return line, hint, len(line) - len("     1\t")
+
+
+def test_view_cuts_a_first_line_too_long_to_show_whole(h: MemoryHandler, root: Path) -> None:
     (root / "one.md").write_text("z" * 20_000 + "\nsecond\n")
     content = ok(h, command="view", path="/memories/one.md")
-    assert content == (
-        "Here's the content of /memories/one.md with line numbers:\n"
-        f"     1\t{'z' * 20_000}\n"
-        "[Output truncated at line 1 of 2 to stay under 16,000 characters. "
+    assert len(content) == 16_000  # as much of the line as fits with the hint
+    line, hint, shown = _cut_line_view(content)
+    assert line == "     1\t" + "z" * shown
+    assert hint == (
+        f"[Output truncated inside line 1 of 2 after {shown:,} of its 20,000 characters to "
+        "stay under 16,000 characters; view cannot show more of one line. "
         "Use view_range [2, -1] to see the rest.]"
     )
+    assert ok(h, command="view", path="/memories/one.md", view_range=[2, -1]).endswith(
+        "     2\tsecond"
+    )
+
+
+def test_view_of_a_one_line_file_of_100_kib_is_cut_too(h: MemoryHandler, root: Path) -> None:
+    flat = '{"k": "' + "v" * (102_400 - 9) + '"}'  # one line of 100 KiB, no newline
+    (root / "flat.json").write_text(flat)
+    for view_range in (None, [1, -1], [1, 1]):
+        extra = {} if view_range is None else {"view_range": view_range}
+        content = ok(h, command="view", path="/memories/flat.json", **extra)
+        assert len(content) <= 16_000
+        line, hint, shown = _cut_line_view(content)
+        assert line == "     1\t" + flat[:shown]
+        assert hint == (
+            f"[Output truncated inside line 1 of 1 after {shown:,} of its 102,400 characters "
+            "to stay under 16,000 characters; view cannot show more of one line.]"
+        )
+
+
+def test_a_long_line_after_short_ones_starts_the_next_page(h: MemoryHandler, root: Path) -> None:
+    (root / "mixed.md").write_text("a\nb\n" + "y" * 30_000 + "\nz\n")
+    first = ok(h, command="view", path="/memories/mixed.md")
+    assert first == (
+        "Here's the content of /memories/mixed.md with line numbers:\n     1\ta\n     2\tb\n"
+        "[Output truncated at line 2 of 4 to stay under 16,000 characters. "
+        "Use view_range [3, -1] to see the rest.]"
+    )
+    page = ok(h, command="view", path="/memories/mixed.md", view_range=[3, -1])
+    assert len(page) <= 16_000
+    assert page.endswith(
+        "view cannot show more of one line. Use view_range [4, -1] to see the rest.]"
+    )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 80), st.integers(0, 40_000)), min_size=1, max_size=400
+    ).filter(lambda sizes: sum(sizes) <= 100_000),
+    st.integers(1, 400),
+)
+def test_every_view_fits_16000_characters(tmp_path: Path, sizes: list[int], start: int) -> None:
+    h = MemoryHandler(tmp_path / "prop")
+    (tmp_path / "prop" / "f.md").write_text("".join("x" * n + "\n" for n in sizes))
+    start = min(start, len(sizes))
+    for extra in ({}, {"view_range": [start, -1]}, {"view_range": [start, start]}):
+        content = ok(h, command="view", path="/memories/f.md", **extra)
+        assert len(content) <= 16_000
+        if not content.endswith("]"):  # not cut: every line of the range is there
+            first = start if extra else 1
+            last = start if extra.get("view_range", [0, -1])[1] == start else len(sizes)
+            assert content.count("\n") == last - first + 1
+
+
+def test_a_cut_listing_fits_16000_characters_with_its_hint(h: MemoryHandler, root: Path) -> None:
+    for i in range(1000):
+        (root / f"note-{i:04d}.md").write_text("x")
+    content = ok(h, command="view", path="/memories")
+    assert len(content) <= 16_000
+    assert content.endswith("View a subdirectory to see the rest.]")
 
 
 def test_view_line_limit(h: MemoryHandler, root: Path) -> None:

@@ -122,15 +122,22 @@ class Commands:
 
         walk(fd, "", 1)
         own = strings.human_size(st.st_size if st is not None else 0)
-        lines = [f"{own}\t{raw}"]
-        used = len(lines[0])
-        for count, entry in enumerate(entries):
+        header = strings.listing_header(raw)
+        lines = [header, f"{own}\t{raw}"]
+        used = len(header) + 1 + len(lines[1])
+        for entry in entries:
             if used + 1 + len(entry) > strings.VIEW_CHAR_LIMIT:
-                lines.append(strings.listing_truncated(count, len(entries)))
                 break
             lines.append(entry)
             used += 1 + len(entry)
-        return strings.listing_header(raw) + "\n" + "\n".join(lines)
+        else:
+            return "\n".join(lines)
+        # Cut: give back entries until the hint fits under the limit too.
+        while True:
+            hint = strings.listing_truncated(len(lines) - 2, len(entries))
+            if used + 1 + len(hint) <= strings.VIEW_CHAR_LIMIT or len(lines) == 2:
+                return "\n".join([*lines, hint])
+            used -= 1 + len(lines.pop())
 
     def _file(self, raw: str, data: bytes, view_range: object) -> str:
         content = _decode(data, raw)
@@ -144,10 +151,8 @@ class Commands:
         header = strings.file_header(raw)
         if n == 0:
             return header
-        body, last = text.numbered_block(lines, start, end)
-        if last < end:
-            body.append(strings.view_truncated(last, n, asked_end))
-        return header + "\n" + "\n".join(body)
+        room = strings.VIEW_CHAR_LIMIT - len(header) - 1
+        return header + "\n" + text.numbered_view(lines, start, end, room, asked_end)
 
     def _image(
         self,

@@ -212,6 +212,21 @@ def view_truncated(last: int, total: int, end: int) -> str:
     )
 
 
+def view_line_cut(line: int, total: int, shown: int, length: int, end: int | None) -> str:
+    """The last line of a view that cut line ``line`` after ``shown`` of its ``length``
+    characters. view_range counts whole lines, so the rest of this one cannot be paged
+    to; ``end`` is the view_range end for the lines after it (None: the range ends here).
+    """
+    cut = (
+        f"[Output truncated inside line {line:,} of {total:,} after {shown:,} of its "
+        f"{length:,} characters to stay under {VIEW_CHAR_LIMIT:,} characters; view cannot "
+        "show more of one line."
+    )
+    if end is None:
+        return cut + "]"
+    return cut + f" Use view_range [{line + 1}, {end}] to see the rest.]"
+
+
 def view_range_shape(value: object) -> str:
     return (
         f"Error: Invalid `view_range` parameter: {json_value(value)}. It should be a list "

@@ -24,23 +24,51 @@ def shown_line(line: str) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
-def numbered_block(lines: list[str], start: int, end: int) -> tuple[list[str], int]:
-    """Numbered display lines ``start..end`` (1-based, inclusive) under the view limit.
+def numbered_view(lines: list[str], start: int, end: int, room: int, end_asked: int) -> str:
+    """Numbered lines ``start..end`` (1-based, inclusive) in at most ``room`` characters.
 
-    Returns the lines and the number of the last one included. The first line is always
-    included, even alone over the limit: view cannot page inside a line, and a memory
-    file is small enough (the size cap) that one whole line is better than none.
+    When they do not all fit, the view ends with a hint line, counted in ``room``: after
+    as many whole lines as fit with it, the hint names the view_range of the rest
+    (``end_asked`` is the range's end as the model gave it, -1 for "to the end"). When
+    not even the first line fits whole, it is cut and the hint says where.
     """
+    total = len(lines)
     out: list[str] = []
-    used = 0
+    used = -1  # the first line has no newline before it
     for n in range(start, end + 1):
         line = strings.numbered(n, shown_line(lines[n - 1]))
-        cost = len(line) + (1 if out else 0)
-        if out and used + cost > strings.VIEW_CHAR_LIMIT:
-            return out, n - 1
-        out.append(line)
-        used += cost
-    return out, end
+        if used + 1 + len(line) <= room:
+            out.append(line)
+            used += 1 + len(line)
+            continue
+        # Cut here; give back whole lines until the hint fits too (a shorter view never
+        # needs a longer hint: its numbers are no larger).
+        while out:
+            hint = strings.view_truncated(start + len(out) - 1, total, end_asked)
+            if used + 1 + len(hint) <= room:
+                return "\n".join(out) + "\n" + hint
+            used -= 1 + len(out.pop())
+        return _cut_line(lines, start, end, room, end_asked)
+    return "\n".join(out)
+
+
+def _cut_line(lines: list[str], n: int, end: int, room: int, end_asked: int) -> str:
+    """Line ``n`` alone, cut to fit ``room`` with the hint that says where."""
+    text = shown_line(lines[n - 1])
+    prefix = strings.numbered(n, "")
+    after = end_asked if n < end else None
+
+    def size(shown: int) -> int:
+        hint = strings.view_line_cut(n, len(lines), shown, len(text), after)
+        return len(prefix) + shown + 1 + len(hint)
+
+    # The hint for the whole length has the most digits, so this many always fit; a
+    # shorter count may free a digit or two for more text.
+    shown = max(0, room - (size(len(text)) - len(text)))
+    while shown + 1 < len(text) and size(shown + 1) <= room:
+        shown += 1
+    hint = strings.view_line_cut(n, len(lines), shown, len(text), after)
+    return prefix + text[:shown] + "\n" + hint
 
 
 def eol_of(text: str) -> str:
