@@ -141,3 +141,33 @@ def test_kill_9_mid_burst_then_restart_converges(
     # Nothing but the agent and this one mirror wrote to the store.
     authors = {c.author for c in sync_rig.store.changes()} - {"agent"}
     assert len(authors) == 1 and authors.pop().endswith(f":{sync_rig.dir})")
+
+
+def test_nested_directories_bring_no_watchdog_warning(
+    sync_rig: SyncRig, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    # The mirror filling DIR with nested directories, and a person's mkdir -p, both made
+    # watchdog register directories twice and warn "Callback with id ... already exists".
+    for i in range(30):
+        sync_rig.store.write(f"store{i}/a/b/c/f.md", b"s", author="agent", parents=True)
+    log = sync_rig.tmp / "sync.stderr"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from memfs.cli import main; main()", "sync", str(sync_rig.dir),
+             "--store", sync_rig.url, "--state", str(sync_rig.state_path)],
+            stdout=subprocess.DEVNULL, stderr=err,
+        )  # fmt: skip
+    procs.append(proc)
+    wait_for(lambda: sync_rig.disk_has("store29/a/b/c/f.md", b"s"), what="the first pass")
+    for i in range(30):
+        subprocess.run(["mkdir", "-p", str(sync_rig.dir / f"person{i}" / "x" / "y")], check=True)
+        sync_rig.write(f"person{i}/x/y/n.md", f"n{i}")
+    expected = {f"person{i}/x/y/n.md": f"n{i}".encode() for i in range(30)}
+    wait_for(
+        lambda: all(sync_rig.remote_has(path, data) for path, data in expected.items()),
+        what="the person's files in new nested directories to reach the store",
+    )
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    stderr = log.read_text()
+    assert "Warning" not in stderr and "already exists" not in stderr, stderr[:2000]

@@ -4,7 +4,7 @@ The watchdog observer thread only records *which* paths were touched and when; t
 mirror's worker takes a path once it has been quiet for ``quiet`` seconds, so an
 editor's burst (temp file, rename, chmod, close) becomes one look at the final file, and
 a file still being written is not read until the writes stop. This is the only module
-(with :mod:`memfs.sync`) that imports watchdog.
+(with :mod:`memfs.sync` and :mod:`memfs.sync.inotify`) that imports watchdog.
 """
 
 from __future__ import annotations
@@ -171,8 +171,18 @@ class TreeHandler(FileSystemEventHandler):
 def watch_tree(root: Path, debouncer: Debouncer) -> tuple[BaseObserver, TreeHandler]:
     """Start an observer feeding ``debouncer`` with the changes under ``root``; the
     caller stops and joins it."""
-    observer = Observer()
+    observer = _new_observer()
     handler = TreeHandler(str(root), debouncer)
     observer.schedule(handler, str(root), recursive=True, event_filter=EVENTS)
     observer.start()
     return observer, handler
+
+
+def _new_observer() -> BaseObserver:
+    if Observer.__module__ == "watchdog.observers.inotify":
+        # Where watchdog uses inotify, the same observer without its double registration
+        # of new directories (see memfs.sync.inotify).
+        from memfs.sync.inotify import RegisterOnceObserver
+
+        return RegisterOnceObserver()
+    return Observer()
