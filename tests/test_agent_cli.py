@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memfs.cli import main
+from memfs.cli.program import command
 from tests.fixtures.model_server import ModelServer, fail, memory, reply, text
 
 # Every way the SDK could find credentials, cleared so that only the test's key counts.
@@ -56,7 +57,8 @@ def test_nothing_mounted_says_how_to_mount(
     result = _run(model_server, "Hi.")
     assert result.exit_code == 2
     assert result.stderr == (
-        f"memfs agent: nothing is mounted at {mountpoint}; run `memfs mount` or pass --root DIR\n"
+        f"memfs agent: nothing is mounted at {mountpoint}; run `{command('mount')}` or pass"
+        " --root DIR\n"
     )
     assert model_server.requests == []
 

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memfs.cli import main
+from memfs.cli.program import command
 from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
 from memfs.store import open_store
@@ -25,6 +26,9 @@ from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 pytestmark = pytest.mark.fuse
 
 MEMFS = str(Path(sys.executable).with_name("memfs"))
+PATH_WITHOUT_VENV = os.pathsep.join(
+    p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != Path(MEMFS).parent
+)
 Cli: TypeAlias = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -35,7 +39,8 @@ def cli(
     """Run the installed ``memfs`` as a person would; whatever it mounted under
     ``tmp_path`` is torn down afterwards, whether the test passed or not."""
     require_fuse()
-    env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir)}
+    # PATH without this venv: the hints memfs prints must then name it by its path.
+    env = {**os.environ, state.STATE_DIR_ENV: str(memfs_state_dir), "PATH": PATH_WITHOUT_VENV}
 
     def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -87,8 +92,8 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli: Cli)
     assert record is not None
     assert done.stdout.splitlines() == [
         f"Mounted {url} at {mp} (pid {record.pid}).",
-        f'Open it in an editor, grep it, or run: memfs agent --root {mp} "..."',
-        f"Stop with: memfs umount {mp}",
+        f'Open it in an editor, grep it, or run: {MEMFS} agent --root {mp} "..."',
+        f"Stop with: {MEMFS} umount {mp}",
     ]
     assert done.stderr == ""
     entry = host.mount_entry(mp)
@@ -275,7 +280,7 @@ def test_status_reports_a_dead_daemon_and_umount_cleans_it(dead_mount: MountHand
     assert lines[1].split()[3] == "dead"
     assert lines[2] == (
         f"{mp}: its daemon (pid {dead_mount.pid}) died; "
-        f"recover with: memfs mount {mp} or memfs umount {mp}"
+        f"recover with: {command('mount', mp)} or {command('umount', mp)}"
     )
     assert _invoke("status").stdout == "No memfs mounts.\n"  # reported once, then cleaned
     gone = _invoke("umount", str(mp))

@@ -27,12 +27,14 @@ def _die(message: str, status: int) -> None:
 
 
 def _default_root() -> Path:
+    from memfs.cli.program import command
     from memfs.mount import state
 
     mountpoint = state.default_mountpoint()
     if state.lookup(mountpoint) is None:
         _die(
-            f"nothing is mounted at {mountpoint}; run `memfs mount` or pass --root DIR", EXIT_SETUP
+            f"nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR",
+            EXIT_SETUP,
         )
     return mountpoint
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.program import command
 from memfs.errors import MemfsError
 from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
@@ -26,8 +27,8 @@ def _mounted_message(record: MountRecord) -> str:
     mp = record.mountpoint
     return (
         f"Mounted {record.store_url} at {mp} (pid {record.pid}).\n"
-        f'Open it in an editor, grep it, or run: memfs agent --root {mp} "..."\n'
-        f"Stop with: memfs umount {mp}"
+        f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
+        f"Stop with: {command('umount', mp)}"
     )
 
 
@@ -178,7 +179,8 @@ def status() -> None:
             notes.append(
                 f"{r.mountpoint}: its daemon (pid {r.pid}) died; "
                 + (
-                    f"recover with: memfs mount {r.mountpoint} or memfs umount {r.mountpoint}"
+                    f"recover with: {command('mount', r.mountpoint)}"
+                    f" or {command('umount', r.mountpoint)}"
                     if m.mounted
                     else "nothing is left mounted."
                 )
