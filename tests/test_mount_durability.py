@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from memfs.cli.program import command
 from memfs.errors import MountError
 from memfs.mount import state
 from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
@@ -42,7 +43,7 @@ def test_closed_files_survive_kill9_without_fsync(
     assert (
         "Writes a stopped memfs daemon acknowledged are waiting in 1 journal(s) for "
         f"{mount.store_url}; mount that store again to save them: "
-        f"memfs mount --store {mount.store_url}"
+        f"{command('mount', '--store', mount.store_url)}"
     ) in shown.stdout.splitlines()
     mount.restart()
     shown = subprocess.run([MEMFS, "status"], capture_output=True, text=True, timeout=60)

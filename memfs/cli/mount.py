@@ -1,8 +1,8 @@
-"""``memfs mount``, ``memfs umount`` and ``memfs status``: the mount daemon for people."""
+"""``memfs mount`` and ``memfs umount``: the mount daemon for people (``memfs status``
+lists what runs: :mod:`memfs.cli.status`)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
@@ -110,98 +110,4 @@ def umount(mountpoint: Path | None) -> None:
     click.echo(f"Unmounted {state.normalize(target)}.")
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
-def _age(started: float) -> str:
-    seconds = max(0, int(time.time() - started))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h"
-
-
-def _health_notes(r: MountRecord) -> list[str]:
-    notes = []
-    if r.unsaved:
-        shown = ", ".join(r.unsaved[:10]) + (" ..." if len(r.unsaved) > 10 else "")
-        notes.append(
-            f"{r.mountpoint}: {len(r.unsaved)} file(s) not saved to the store yet: {shown}; "
-            f"the daemon keeps retrying, copies are in {r.recovery_dir} (see {r.log_path})"
-        )
-    if r.errors:
-        notes.append(
-            f"{r.mountpoint}: the daemon logged {r.errors} unexpected error(s); see {r.log_path}"
-        )
-    return notes
-
-
-@click.command()
-def status() -> None:
-    """List memfs mounts: mountpoint, store, daemon, size, log."""
-    try:
-        mounts = daemon.status()
-        journals = daemon.left_over_journals()
-    except MemfsError as exc:
-        raise _fail(exc) from exc
-    for url, n in journals.items():
-        click.echo(
-            f"Writes a stopped memfs daemon acknowledged are waiting in {n} journal(s) for "
-            f"{url}; mount that store again to save them: memfs mount --store {url}"
-        )
-    if not mounts:
-        click.echo("No memfs mounts.")
-        return
-    rows = [("MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG")]
-    notes = []
-    for m in mounts:
-        r = m.record
-        if m.alive:
-            state_text = "mounted" if m.mounted else "starting"
-            files = "-" if m.files is None else str(m.files)
-            if m.problem:
-                notes.append(f"{r.mountpoint}: the store cannot be read: {m.problem}")
-            notes.extend(_health_notes(r))
-            if r.unsaved:
-                state_text = "degraded"
-        else:
-            state_text = "dead"
-            files = "-"
-            notes.append(
-                f"{r.mountpoint}: its daemon (pid {r.pid}) died; "
-                + (
-                    f"recover with: {command('mount', r.mountpoint)}"
-                    f" or {command('umount', r.mountpoint)}"
-                    if m.mounted
-                    else "nothing is left mounted."
-                )
-            )
-        rows.append(
-            (
-                r.mountpoint,
-                r.store_url,
-                str(r.pid),
-                state_text,
-                _age(r.started),
-                files,
-                _size(m.bytes),
-                r.log_path,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    for note in notes:
-        click.echo(note)
-
-
-COMMANDS: list[click.Command] = [mount, umount, status]
+COMMANDS: list[click.Command] = [mount, umount]

@@ -44,7 +44,7 @@ def sync(
     names memfs refuses stay local (the last three with a warning).
     """
     from memfs.store import open_store
-    from memfs.sync import Mirror
+    from memfs.sync import Mirror, running
 
     choice = stores.choose(store_url)
     url = choice.url
@@ -60,7 +60,7 @@ def sync(
                 return
             _stop_on_signals(mirror)
             click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
-            mirror.run()
+            running.run_recorded(mirror)
             click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc

@@ -44,6 +44,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,9 +116,10 @@ class Mirror:
         """One reconciliation pass (waiting out delete corroboration), then return."""
         self._run(once=True)
 
-    def run(self) -> None:
-        """Sync until :meth:`stop` (from a signal handler or another thread)."""
-        self._run(once=False)
+    def run(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Sync until :meth:`stop` (from a signal handler or another thread);
+        ``on_ready`` is called once the first pass is done and DIR is watched."""
+        self._run(once=False, on_ready=on_ready)
 
     def start(self) -> None:
         """Run on a background thread; :attr:`ready` is set after the first pass."""
@@ -162,7 +164,7 @@ class Mirror:
         )
 
     # --- the loop -------------------------------------------------------------------
-    def _run(self, *, once: bool) -> None:
+    def _run(self, *, once: bool, on_ready: Callable[[], None] | None = None) -> None:
         self.state_file.lock()
         try:
             self.state = self.state_file.load(self.root, self.store.url)
@@ -191,7 +193,7 @@ class Mirror:
             if not once:
                 self._watch()
             try:
-                self._loop(once)
+                self._loop(once, on_ready)
             finally:
                 self._unwatch()
                 self.state_file.save(self.state)
@@ -201,13 +203,15 @@ class Mirror:
                 with contextlib.suppress(MemfsError):
                     self.store.close()
 
-    def _loop(self, once: bool) -> None:
+    def _loop(self, once: bool, on_ready: Callable[[], None] | None) -> None:
         seq = self.store.last_seq()
         self.engine.reconcile((), [""], hash_all=False)
         self.state.last_seq = max(self.state.last_seq, seq)
         self.state_file.save(self.state)  # the first pass is the costly one to redo
         self.engine.dirty = False
         self.ready.set()
+        if on_ready is not None:
+            on_ready()
         started = last_save = self._next_poll = time.monotonic()
         self._next_rescan = started + self.rescan
         while True:
