@@ -4,6 +4,7 @@ memory directory, and assertions on exactly what the SDK sent."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from memfs.agent import (
     run_agent,
 )
 from memfs.errors import AgentError
+from memfs.program import command
 from tests.fixtures.model_server import ModelServer, fail, memory, reply, text
 
 VIEW_EMPTY = (
@@ -226,7 +228,8 @@ def test_one_session_keeps_one_thread_across_prompts(model_server: ModelServer, 
 def test_a_root_that_is_not_a_directory_is_refused(
     model_server: ModelServer, tmp_path: Path
 ) -> None:
-    with pytest.raises(AgentError, match=r"is not a directory; run `memfs mount` or pass --root"):
+    expected = f"is not a directory; run `{command('mount')}` or pass --root"
+    with pytest.raises(AgentError, match=re.escape(expected)):
         AgentSession(tmp_path / "missing", client=model_server.client())
     assert model_server.requests == []
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memfs.cli import main
-from memfs.cli.program import command
+from memfs.program import command
 from tests.fixtures.model_server import ModelServer, fail, memory, reply, text
 
 # Every way the SDK could find credentials, cleared so that only the test's key counts.

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memfs.cli.program import command
 from memfs.errors import MountError
 from memfs.mount import state
+from memfs.program import command
 from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse

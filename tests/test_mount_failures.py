@@ -12,6 +12,7 @@ import pytest
 
 from memfs.errors import MountError
 from memfs.mount import daemon, host, spawn, state
+from memfs.program import command
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
@@ -120,7 +121,7 @@ def test_missing_fuse_skips_locally_and_fails_in_ci(monkeypatch: pytest.MonkeyPa
     problem = host.fuse_problem(device="/nonexistent/fuse")
     assert problem == (
         "/nonexistent/fuse does not exist, so FUSE cannot mount here; load the fuse module "
-        "(modprobe fuse) or run memfs sync DIR instead."
+        f"(modprobe fuse) or run {command('sync')} DIR instead."
     )
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="FUSE unavailable"):

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memfs.cli import main
-from memfs.cli.program import command
 from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
+from memfs.program import command
 from memfs.store import open_store
 from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
 
@@ -345,7 +345,7 @@ def test_mounting_twice_names_the_running_daemon(memfs_mount: MountHandle) -> No
     mp = memfs_mount.mountpoint
     assert line == (
         f"Error: {mp} is already mounted by memfs (pid {memfs_mount.pid}, store "
-        f"{memfs_mount.store_url}); unmount it first with: memfs umount {mp}"
+        f"{memfs_mount.store_url}); unmount it first with: {command('umount', mp)}"
     )
     record = state.lookup(mp)
     assert record is not None and record.pid == memfs_mount.pid
@@ -355,7 +355,7 @@ def test_umount_of_a_plain_directory_is_refused(tmp_path: Path, memfs_state_dir:
     plain = tmp_path / "plain"
     plain.mkdir()
     line = _one_line_error(_invoke("umount", str(plain)))
-    assert line == f"Error: {plain} is not a memfs mount; `memfs status` lists the mounts."
+    assert line == f"Error: {plain} is not a memfs mount; `{command('status')}` lists the mounts."
 
 
 def test_status_without_mounts(memfs_state_dir: Path) -> None:

@@ -27,6 +27,7 @@ from memfs.agent.events import AgentEvent, Done, MessageDone, NoticeAdded, TextD
 from memfs.agent.transcript import Transcript
 from memfs.errors import AgentError, MemfsError
 from memfs.notices import ChangeFeed, Notice, SnapshotWatcher, Watcher, format_notices
+from memfs.program import command
 
 if TYPE_CHECKING:
     from anthropic.lib.tools import BetaStreamingToolRunner, BetaToolRunner
@@ -127,7 +128,8 @@ class AgentSession:
         self.root = Path(root)
         if not self.root.is_dir():
             raise AgentError(
-                f"the memory root {self.root} is not a directory; run `memfs mount` or pass --root"
+                f"the memory root {self.root} is not a directory; "
+                f"run `{command('mount')}` or pass --root"
             )
         if max_iterations is not None and max_iterations < 1:
             raise AgentError(f"max_iterations must be at least 1, not {max_iterations}")

@@ -27,8 +27,8 @@ def _die(message: str, status: int) -> None:
 
 
 def _default_root() -> Path:
-    from memfs.cli.program import command
     from memfs.mount import state
+    from memfs.program import command
 
     mountpoint = state.default_mountpoint()
     if state.lookup(mountpoint) is None:

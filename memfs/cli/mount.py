@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.program import command
 from memfs.errors import MemfsError
 from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
+from memfs.program import command
 
 
 def _fail(exc: MemfsError, elsewhere: str | None = None) -> click.ClickException:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memfs.cli.program import command
 from memfs.errors import MemfsError
+from memfs.program import command
 
 if TYPE_CHECKING:
     from memfs.mount.state import MountRecord

@@ -32,6 +32,7 @@ from memfs.mount import host, spawn, state
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
 from memfs.mount.writes import Health
+from memfs.program import command
 
 if TYPE_CHECKING:
     from memfs.mount.ops import MountOptions
@@ -88,7 +89,7 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
     if record is not None and record.alive:
         raise MountError(
             f"{mountpoint} is already mounted by memfs (pid {record.pid}, store "
-            f"{record.store_url}); unmount it first with: memfs umount {mountpoint}"
+            f"{record.store_url}); unmount it first with: {command('umount', mountpoint)}"
         )
     entry = host.mount_entry(mountpoint)
     if entry is not None and not (record is not None or entry.is_memfs):
@@ -99,7 +100,7 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
     if entry is not None and not host.is_dead(mountpoint):
         raise MountError(
             f"{mountpoint} is already mounted by a memfs daemon this state directory does "
-            f"not know; unmount it first with: memfs umount {mountpoint}"
+            f"not know; unmount it first with: {command('umount', mountpoint)}"
         )
     if entry is None and mountpoint.exists() and not mountpoint.is_dir():
         raise MountError(f"{mountpoint} is not a directory; choose a directory to mount on.")
@@ -218,7 +219,7 @@ def _unsaved_message(mountpoint: Path, unsaved: list[str], recovery_dir: str) ->
     )
     return (
         f"{len(unsaved)} file(s) written through {mountpoint} could not be saved to the store: "
-        f"{shown}; copies are in {recovery_dir}, and the next `memfs mount` of this store "
+        f"{shown}; copies are in {recovery_dir}, and the next `{command('mount')}` of this store "
         "saves them from the journal"
     )
 
@@ -256,7 +257,7 @@ def stop(
     entry = host.mount_entry(mp)
     if record is None:
         if entry is None or not entry.is_memfs:
-            raise MountError(f"{mp} is not a memfs mount; `memfs status` lists the mounts.")
+            raise MountError(f"{mp} is not a memfs mount; `{command('status')}` lists the mounts.")
         dead = host.is_dead(mp)
         host.fusermount(mp, lazy=dead)
         if dead:

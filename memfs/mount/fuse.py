@@ -41,6 +41,7 @@ from memfs.errors import MountError
 from memfs.mount import state
 from memfs.mount.ops import MemfsOperations, MountOptions
 from memfs.mount.writes import Health
+from memfs.program import command
 from memfs.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -232,7 +233,8 @@ def _preflight(mountpoint: str) -> None:
         raise MountError(f"mountpoint {mountpoint} is not a directory: choose a directory")
     if os.path.ismount(mountpoint):
         raise MountError(
-            f"{mountpoint} is already a mount point: unmount it first ('memfs umount {mountpoint}')"
+            f"{mountpoint} is already a mount point: "
+            f"unmount it first ({command('umount', mountpoint)})"
         )
     try:
         entries = os.listdir(mountpoint)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memfs.errors import MountError
+from memfs.program import command
 
 FUSE_DEVICE = "/dev/fuse"
 FSNAME = "memfs"
@@ -41,12 +42,12 @@ def fuse_problem(device: str = FUSE_DEVICE) -> str | None:
     if not os.path.exists(device):
         return (
             f"{device} does not exist, so FUSE cannot mount here; load the fuse module "
-            "(modprobe fuse) or run memfs sync DIR instead."
+            f"(modprobe fuse) or run {command('sync')} DIR instead."
         )
     if not os.access(device, os.R_OK | os.W_OK):
         return (
             f"{device} is not usable by this user; add yourself to the fuse group "
-            "or run memfs sync DIR instead."
+            f"or run {command('sync')} DIR instead."
         )
     if not (ctypes.util.find_library("fuse3") or ctypes.util.find_library("fuse")):
         return "libfuse is not installed; install it with: apt-get install fuse3"

@@ -8,7 +8,7 @@ steps so that a file that is not ours is never modified:
    bytes (SQLite magic, application id, schema version, page count against file size),
    and for an SQLite file without our id a read-only connection listing its tables.
    While this process already has the file open through SQLite, only the read-only
-   connection looks: see :func:`read_header` for why a plain read must not happen then.
+   connection looks: see :mod:`memfs.store.sqlite_files` for why a plain read must not.
 2. :func:`prepare` opens it read-write, applies pending migrations in one
    ``BEGIN IMMEDIATE`` transaction and switches the file to WAL.
 
@@ -24,9 +24,7 @@ import errno
 import os
 import sqlite3
 import stat
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -35,6 +33,7 @@ from urllib.parse import quote
 from memfs.errors import CorruptStore, StoreError, StoreFull, StoreUnavailable
 from memfs.store.base import DEFAULT_DIR_MODE
 from memfs.store.sqlite_checks import check_pages, unwritable
+from memfs.store.sqlite_files import Connection, count_open, read_header
 
 APPLICATION_ID = 0x6D656D66  # "memf"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -169,92 +168,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 FileState = Literal["new", "empty", "ours"]
 
 
-# --- this process's descriptors of a store file ------------------------------------------
-# POSIX advisory locks belong to a process and a file, not to a descriptor: closing *any*
-# descriptor of the file drops every lock the process holds on it, SQLite's included
-# (https://sqlite.org/howtocorrupt.html, "POSIX advisory locks canceled by a separate
-# thread doing close()"). SQLite's own descriptors are safe, its VFS shares them per file
-# and defers their close; a plain open() and close() of the store file is not. Without
-# its locks, this process's connections look absent to other processes: the next one to
-# close its last connection checkpoints and deletes the WAL and -shm under them, and they
-# go on reading a stale WAL index (commits missing, then "database disk image is
-# malformed" once both sides write). So every connection counts itself here, per file,
-# and memfs reads the file's bytes itself only while that count is zero.
-
-FileKey = tuple[int, int]  # (st_dev, st_ino): one file, whatever path names it
-
-_files_lock = threading.RLock()  # re-entered if GC runs a __del__ below while held
-_open_files: Counter[FileKey] = Counter()
-# Descriptors that could not be closed when read_header() was done with them (the file
-# was replaced under its path by one this process has open): closed with the last
-# connection to that file.
-_parked: dict[FileKey, list[int]] = {}
-
-
-class Connection(sqlite3.Connection):
-    """An sqlite3 connection counted in this process's open files while it is open."""
-
-    memfs_file: FileKey | None = None
-
-    def close(self) -> None:
-        super().close()
-        _forget(self)
-
-    def __del__(self) -> None:
-        # Dropped without close(): sqlite3 closes it after this, so close it first and
-        # never count it gone while its locks are still held.
-        with contextlib.suppress(Exception):
-            self.close()
-        _forget(self)
-
-
-def _count(db: Connection, path: Path) -> None:
-    """Count ``db``, just opened on ``path`` and before its first statement: until then
-    it holds no lock that read_header() could drop."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return  # gone already; SQLite will report it on the first statement
-    key = (st.st_dev, st.st_ino)
-    with _files_lock:
-        db.memfs_file = key
-        _open_files[key] += 1
-
-
-def _forget(db: Connection) -> None:
-    with _files_lock:
-        key, db.memfs_file = db.memfs_file, None
-        if key is None:
-            return
-        _open_files[key] -= 1
-        if _open_files[key] > 0:
-            return
-        del _open_files[key]
-        for fd in _parked.pop(key, []):
-            os.close(fd)
-
-
-def read_header(path: Path) -> bytes | None:
-    """The file's first 100 bytes, or None when a connection of this process has it open
-    (its bytes are then SQLite's to read: closing a descriptor would drop its locks)."""
-    with _files_lock:  # held to the close: no connection counts itself meanwhile
-        st = os.stat(path)
-        if _open_files[(st.st_dev, st.st_ino)]:
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        st = os.fstat(fd)
-        key = (st.st_dev, st.st_ino)
-        if _open_files[key]:
-            # Replaced under its path by a file this process has open: closing now
-            # would drop the locks on that one.
-            _parked.setdefault(key, []).append(fd)
-            return None
-        try:
-            return os.pread(fd, 100, 0)
-        finally:
-            os.close(fd)
-
-
 # What a person can do about a file that is not (or no longer) a usable store, besides
 # using another store (see StoreUnavailable.advice).
 MOVE_ASIDE = "move it aside"
@@ -369,7 +282,7 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
         db = sqlite3.connect(uri, uri=True, isolation_level=None, factory=Connection)
     except sqlite3.Error as e:
         raise CorruptStore(f"cannot inspect {path} ({e})", remedy=MOVE_ASIDE) from e
-    _count(db, path)
+    count_open(db, path)
     try:
         db.execute("BEGIN")
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -396,7 +309,7 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
         check_same_thread=False,
         factory=Connection,
     )
-    _count(db, path)
+    count_open(db, path)
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
