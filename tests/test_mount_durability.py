@@ -8,12 +8,11 @@ Each test is a reproduction of a loss that happened before the write path had on
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from memfs.errors import MountError
 from memfs.mount import state
 from memfs.program import command
+from tests.fixtures.disks import fill
 from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
@@ -176,31 +176,6 @@ def test_vim_saving_right_after_a_shell_write_keeps_both(memfs_mount: MountHandl
 # --- a store whose disk fills after the mount acknowledged ----------------------------
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs for the store file, so the disk can be filled on purpose."""
-    d = tmp_path / "small"
-    d.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(d)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
-
-
-def _fill(disk: Path) -> Path:
-    filler = disk / "filler"
-    with open(filler, "wb") as fh, contextlib.suppress(OSError):
-        while True:
-            fh.write(b"\0" * 65536)
-            fh.flush()
-    return filler
-
-
 def test_a_commit_that_fails_after_the_fact_keeps_the_data_and_says_so(
     mount_factory: Callable[..., MountHandle], small_disk: Path, memfs_state_dir: Path
 ) -> None:
@@ -208,7 +183,7 @@ def test_a_commit_that_fails_after_the_fact_keeps_the_data_and_says_so(
     root = mount.mountpoint
     (root / "before.txt").write_text("committed\n")
     wait_for(lambda: mount.store().read("before.txt")[0] == b"committed\n", 10, what="commit")
-    filler = _fill(small_disk)
+    filler = fill(small_disk)
     data = os.urandom(256 << 10)
     (root / "late.bin").write_bytes(data)  # acknowledged: it is in the journal
     record = wait_for(
@@ -243,7 +218,7 @@ def test_a_failed_commit_is_retried_once_there_is_room(
 ) -> None:
     mount = mount_factory(store_url=sqlite_url(small_disk / "memory.db"))
     root = mount.mountpoint
-    filler = _fill(small_disk)
+    filler = fill(small_disk)
     (root / "wait.txt").write_bytes(b"w" * (300 << 10))
 
     def unsaved() -> tuple[str, ...] | None:

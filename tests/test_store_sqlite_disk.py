@@ -24,6 +24,7 @@ import pytest
 
 from memfs.errors import StoreFull
 from memfs.store import Store, open_store
+from tests.fixtures.disks import fill
 from tests.sqlite_worker import blob
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,22 +75,6 @@ def sessions() -> Iterator[list[Session]]:
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    """A real 4 MiB tmpfs, unmounted by a finalizer whatever the test leaves behind."""
-    d = tmp_path / "small"
-    d.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(d)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    request.addfinalizer(
-        lambda: subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
-    )
-    return d
-
-
-@pytest.fixture
 def stores() -> Iterator[list[Store]]:
     """Handles opened by the test, closed before the disk's finalizer unmounts it."""
     opened: list[Store] = []
@@ -97,15 +82,6 @@ def stores() -> Iterator[list[Store]]:
     for s in opened:
         with contextlib.suppress(Exception):
             s.close()
-
-
-def _fill(disk: Path) -> Path:
-    filler = disk / "filler"
-    with open(filler, "wb") as fh, contextlib.suppress(OSError):
-        while True:
-            fh.write(b"\0" * 65536)
-            fh.flush()
-    return filler
 
 
 def _sha(data: bytes) -> str:
@@ -140,7 +116,7 @@ def test_a_full_disk_refuses_writes_serves_reads_and_loses_nothing_across_proces
     sessions.append(first)
     assert first.ask("read before.txt") == BEFORE_SHA
 
-    filler = _fill(small_disk)
+    filler = fill(small_disk)
     assert first.ask(f"write late.bin {LATE}") == "full"
     with pytest.raises(StoreFull):
         mine.write("mine.bin", blob("mine.bin", LATE), author="test")
@@ -200,7 +176,7 @@ def test_opening_a_closed_store_on_a_full_disk_says_the_disk_is_full(small_disk:
     # The last connection removed the WAL and its index; SQLite needs room for a new
     # index before it can read (it would say "disk I/O error").
     assert not (small_disk / "memory.db-shm").exists()
-    filler = _fill(small_disk)
+    filler = fill(small_disk)
     with pytest.raises(StoreFull, match=r"full.*memory\.db-shm.*free some space"):
         open_store(str(db))
     filler.unlink()

@@ -23,11 +23,10 @@ from pathlib import Path
 
 from memfs import __version__
 from memfs.errors import MountError
+from memfs.procs import pid_alive as pid_alive
+from memfs.procs import runs_since
 
 STATE_DIR_ENV = "MEMFS_STATE_DIR"
-# btime in /proc/stat has one-second resolution; a process may look up to that much
-# younger or older than the clock says.
-_CLOCK_SLACK_S = 2.0
 MOUNTPOINT_ENV = "MEMFS_MOUNTPOINT"
 
 
@@ -51,10 +50,7 @@ class MountRecord:
     def alive(self) -> bool:
         """The daemon still runs: its pid is alive and is not a newer process that was
         given the same number after the daemon died (it must predate the record)."""
-        if not pid_alive(self.pid):
-            return False
-        born = process_start(self.pid)
-        return born is None or born <= self.started + _CLOCK_SLACK_S
+        return runs_since(self.pid, self.started)
 
 
 def state_dir() -> Path:
@@ -89,37 +85,6 @@ def normalize(path: str | os.PathLike[str]) -> Path:
     Works on a dead mount too: realpath tolerates the ENOTCONN its lstat gets.
     """
     return Path(os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path)))))
-
-
-def pid_alive(pid: int) -> bool:
-    """True if ``pid`` runs and is not a zombie (a killed daemon whose parent has not
-    reaped it yet must count as dead)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    # The state letter follows the parenthesised command name, which may hold spaces.
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def process_start(pid: int) -> float | None:
-    """When ``pid`` started, in seconds since the epoch (None if it cannot be told)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        ticks = int(stat.rsplit(")", 1)[-1].split()[19])
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _key(mountpoint: Path) -> str:
