@@ -4,6 +4,7 @@ with their last revision, lazy bounded sweeping, and the migration from schema 1
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -120,7 +121,7 @@ def test_a_schema_1_store_migrates_with_every_revision_readable(tmp_path: Path) 
     db = tmp_path / "old.db"
     _schema_1_store(db)
     with open_store(db) as store:
-        assert count(db, "PRAGMA user_version") == schema.SCHEMA_VERSION == 2
+        assert count(db, "PRAGMA user_version") == schema.SCHEMA_VERSION == 3
         _check_migrated(store)
         assert blobs(db) == 3  # "a2" is stored once for both files
         assert store.write("b.md", b"b2", author=A, expected_rev=5).rev == 6
@@ -139,3 +140,24 @@ def _check_migrated(store: Store) -> None:
     assert [store.read_revision("b.md", r) for r in (5, 4)] == [b"a2", b"b1"]
     assert store.read("notes/a.md")[0] == b"a2" and store.read("b.md")[0] == b"a2"
     assert store.stat("b.md").rev == 5
+
+
+def test_compressible_content_is_stored_packed_and_reads_back_whole(tmp_path: Path) -> None:
+    db = tmp_path / "packed.db"
+    sparse = b"\0" * (8 << 20) + b"tail"  # a file written past its end: mostly a hole
+    noise = os.urandom(1 << 20)
+    with open_store(str(db)) as store:
+        store.write("sparse.bin", sparse, author="a")
+        store.write("noise.bin", noise, author="a")
+        store.write("small.txt", b"x" * 100, author="a")
+        assert store.read("sparse.bin")[0] == sparse
+        rev = store.history("sparse.bin")[0].rev
+        store.truncate("sparse.bin", 4 << 20, author="a")
+        assert store.read("sparse.bin")[0] == b"\0" * (4 << 20)
+        assert store.read_revision("sparse.bin", rev) == sparse
+        assert store.read("noise.bin")[0] == noise
+        assert store.read("small.txt")[0] == b"x" * 100
+    rows = sqlite3.connect(db).execute("SELECT codec, length(content) FROM blobs").fetchall()
+    packed = [length for codec, length in rows if codec == 1]
+    assert len(packed) == 2 and all(length < 100_000 for length in packed)  # both sparse ones
+    assert sorted(length for codec, length in rows if codec == 0) == [100, 1 << 20]

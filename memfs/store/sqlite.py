@@ -39,6 +39,7 @@ from memfs.store.sqlite_conn import (
     need_file,
     subtree_extent,
     translate,
+    unpack_blob,
 )
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_writes import SqliteWrites
@@ -93,9 +94,9 @@ class SqliteStore(SqliteWrites, Store):
             raise translate(e, self.path) from e
         if row is None:
             raise NotFound(f"no entry at '{path}'", path=path)
-        entry = Entry(*row[:-1])
+        entry = Entry(*row[:-2])
         need_file(entry)
-        return bytes(row[-1]), entry
+        return unpack_blob(row[-2], row[-1]), entry
 
     def walk(self, path: str = "") -> Iterator[Entry]:
         entry = self.stat(path)

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,11 +30,41 @@ STAT = f"SELECT {COLS} FROM entries WHERE path = ?"
 LIST = f"SELECT {COLS} FROM entries WHERE parent = ? ORDER BY path"
 READ = (
     "SELECT e.path, e.kind, e.size, e.mode, e.mtime_ns, e.ctime_ns, e.rev, e.uid, e.gid,"
-    " e.target, b.content FROM entries e LEFT JOIN revisions r ON r.path = e.path"
+    " e.target, b.codec, b.content FROM entries e LEFT JOIN revisions r ON r.path = e.path"
     " AND r.rev = e.rev AND e.kind = 'file' LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
     " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = ?"
 )
 LOOKUP = "SELECT id, kind, rev FROM entries WHERE path = ?"
+
+# blobs.codec: how blobs.content holds a revision's bytes.
+RAW, ZLIB = 0, 1
+_PACK_FROM = 4096
+_SAMPLE = 64 << 10
+
+
+def pack_blob(data: bytes) -> tuple[int, bytes]:
+    """``(codec, stored)`` for ``data``: zlib (level 1) where it saves at least an
+    eighth. Files written at offsets (holes of zeros, repeated patterns) and text shrink
+    many times over, and every commit writes its blob twice (WAL, then checkpoint); a
+    sample decides first so incompressible data costs no full compression."""
+    if len(data) < _PACK_FROM:
+        return RAW, data
+    if len(data) > 2 * _SAMPLE:
+        sample = data[:_SAMPLE]
+        if len(zlib.compress(sample, 1)) > len(sample) * 7 // 8:
+            return RAW, data
+    packed = zlib.compress(data, 1)
+    if len(packed) > len(data) * 7 // 8:
+        return RAW, data
+    return ZLIB, packed
+
+
+def unpack_blob(codec: int | None, stored: bytes | None) -> bytes:
+    if stored is None:
+        return b""
+    return zlib.decompress(stored) if codec == ZLIB else bytes(stored)
+
+
 # Descendants of P are exactly the paths in [P + "/", P + "0"): "0" follows "/" in
 # byte order (BINARY collation compares UTF-8 bytes), and this range is searched in the
 # unique index on path where LIKE would scan (and take "%" and "_" in names as wildcards).

@@ -31,7 +31,7 @@ import sqlite3
 
 from memfs.errors import NotFound
 from memfs.store.base import Entry, Revision
-from memfs.store.sqlite_conn import STAT, SqliteConnections, need_file
+from memfs.store.sqlite_conn import STAT, SqliteConnections, need_file, pack_blob, unpack_blob
 from memfs.store.sqlite_schema import translate
 
 MOVED_GRACE_NS = 10 * 60 * 10**9
@@ -65,7 +65,10 @@ class SqliteHistory(SqliteConnections):
     ) -> None:
         sha = hashlib.sha256(data).hexdigest()
         if db.execute("SELECT 1 FROM blob_refs WHERE sha256 = ?", (sha,)).fetchone() is None:
-            blob = db.execute("INSERT INTO blobs (content) VALUES (?)", (data,)).lastrowid
+            codec, stored = pack_blob(data)
+            blob = db.execute(
+                "INSERT INTO blobs (codec, content) VALUES (?, ?)", (codec, stored)
+            ).lastrowid
             # refs starts at 0: the revision row's insert trigger counts it.
             db.execute(
                 "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (?, ?, 0)", (sha, blob)
@@ -193,7 +196,7 @@ class SqliteHistory(SqliteConnections):
             try:
                 visible = self._visible(db, path)
                 row = db.execute(
-                    "SELECT r.rev, b.content FROM revisions r JOIN blob_refs br"
+                    "SELECT r.rev, b.codec, b.content FROM revisions r JOIN blob_refs br"
                     " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
                     " WHERE r.path = ? AND r.rev = ?",
                     (path, rev),
@@ -207,4 +210,4 @@ class SqliteHistory(SqliteConnections):
             raise translate(e, self.path) from e
         if row is None:
             raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
-        return bytes(row[1])
+        return unpack_blob(row[1], row[2])

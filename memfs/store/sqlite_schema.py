@@ -161,8 +161,14 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX gone_by_due ON gone (due_ns)")
 
 
+def _v3(db: sqlite3.Connection) -> None:
+    # Blobs may be stored compressed (memfs.store.sqlite_conn.pack_blob); existing ones
+    # stay as they are, raw.
+    db.execute("ALTER TABLE blobs ADD COLUMN codec INTEGER NOT NULL DEFAULT 0")
+
+
 # MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1, _v2]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FileState = Literal["new", "empty", "ours"]

@@ -32,6 +32,7 @@ from memfs.store.sqlite_conn import (
     need_file,
     parent_of,
     subtree_extent,
+    unpack_blob,
 )
 from memfs.store.sqlite_history import SqliteHistory
 
@@ -358,8 +359,8 @@ class SqliteWrites(SqliteHistory):
             row = db.execute(READ, (rel,)).fetchone()
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
-            need_file(Entry(*row[:-1]))
-            old = bytes(row[-1])
+            need_file(Entry(*row[:-2]))
+            old = unpack_blob(row[-2], row[-1])
             data = old[:size] + b"\x00" * (size - len(old))
             entry_id = db.execute(LOOKUP, (rel,)).fetchone()[0]
             rev = self._next_rev(db)
