@@ -49,6 +49,16 @@ def process_start(pid: int) -> float | None:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """User plus system CPU time ``pid`` has used, in clock ticks (None if unknown):
+    a process whose count moves is working, one whose count stands still is not."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def runs_since(pid: int, recorded: float) -> bool:
     """``pid`` is alive and is the process that was running at ``recorded``."""
     if not pid_alive(pid):

@@ -22,11 +22,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memfs import procs
 from memfs.errors import MemfsError, MountError
 from memfs.mount import host, spawn, state
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
@@ -41,6 +43,8 @@ Note = Callable[[str], None]
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
+# How long `memfs umount` waits for a daemon that is still busy committing.
+BUSY_LIMIT = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +228,26 @@ def _unsaved_message(mountpoint: Path, unsaved: list[str], recovery_dir: str) ->
     )
 
 
+def _while_busy(pid: int, mountpoint: Path, on_note: Note) -> bool:
+    """Go on waiting while the daemon is still working (its CPU time moves: it is
+    committing what it holds), up to :data:`BUSY_LIMIT`; True once it is gone. A frozen
+    or stuck daemon makes no progress and is given up on at once."""
+    deadline = time.monotonic() + BUSY_LIMIT
+    told = False
+    last = procs.cpu_ticks(pid)
+    while last is not None and time.monotonic() < deadline:
+        if spawn.wait_until(lambda: _gone(pid, mountpoint), 1.0):
+            return True
+        now = procs.cpu_ticks(pid)
+        if now is None or now == last:
+            return _gone(pid, mountpoint)
+        last = now
+        if not told:
+            on_note(f"Waiting for the memfs daemon (pid {pid}) to save what it holds...")
+            told = True
+    return _gone(pid, mountpoint)
+
+
 def _unsaved_report(mountpoint: Path) -> None:
     """Raise what the daemon that served ``mountpoint`` could not save, if anything."""
     report = state.report_path(mountpoint)
@@ -271,7 +295,9 @@ def stop(
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
-    if spawn.wait_until(lambda: _gone(record.pid, mp), timeout):
+    if spawn.wait_until(lambda: _gone(record.pid, mp), timeout) or _while_busy(
+        record.pid, mp, on_note
+    ):
         state.remove(mp, pid=record.pid)
         _unsaved_report(mp)
         return
