@@ -198,3 +198,22 @@ def test_an_unexpected_error_in_a_commit_is_logged_counted_and_retried(
         assert w.health.unsaved == () and w.health.errors == 1
     finally:
         w.close()
+
+
+def test_holes_count_toward_pending_bytes_and_the_journal_is_not_rewritten_for_them(
+    store: Store, tmp_path: Path
+) -> None:
+    w = pending(store, tmp_path)
+    try:
+        w.create("sparse.bin", 0o600, ME, None, None)
+        w.write("sparse.bin", b"end", (48 << 20) - 3, ME)  # a 48 MiB file, mostly a hole
+        assert w.pending_bytes == 48 << 20
+        journal = next((tmp_path / "journal").glob("*.journal"))
+        size = journal.stat().st_size
+        for i in range(200):
+            w.write("sparse.bin", b"x", i * 4096, ME)
+        # Small writes add small records: no rewrite of the 48 MiB buffer happened.
+        assert journal.exists() and journal.stat().st_size < size + 200 * 100
+    finally:
+        w.close()
+    assert store.read("sparse.bin")[0][-3:] == b"end"

@@ -178,6 +178,11 @@ class PendingWrites:
     def __len__(self) -> int:
         return len(self._bufs)
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes held for commit (holes included): bounded by max_pending_bytes."""
+        return self._bytes
+
     # --- calls from FUSE operations --------------------------------------------------------
     def create(self, path: str, mode: int, author: str, uid: int | None, gid: int | None) -> None:
         check_new_name(path)
@@ -197,9 +202,9 @@ class PendingWrites:
             buf = self._writable(path, author, whole=False)
             self._reserve(buf, end)
             self._log().wrote(buf.ident, offset, data)
-            if offset > len(buf.data):
-                buf.data.extend(b"\0" * (offset - len(buf.data)))
-            old = len(buf.data)
+            old = len(buf.data)  # before a hole is filled in: it counts too
+            if offset > old:
+                buf.data.extend(b"\0" * (offset - old))
             buf.data[offset:end] = data
             self._bytes += len(buf.data) - old
             buf.touch()
