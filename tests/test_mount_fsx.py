@@ -1,36 +1,31 @@
 """The project's own fsx: random POSIX operations on a real mount and on a plain directory.
 
-A Hypothesis state machine applies every operation twice, once to a reference directory
-(tmp_path, a local file system) and once to a real ``memfs`` daemon's mount of a fresh
-SQLite store, and requires the same outcome: the same return value, or the same errno
-(or a difference listed in ALLOWED, with its reason). After every step both trees must
-hold the same entries: sorted listings, and for each file the same st_size and bytes.
+A Hypothesis state machine applies every operation twice, to a reference directory
+(tmp_path) and to a directory on a real ``memfs`` daemon's mount (one daemon and SQLite
+store per test, a fresh directory per example), and requires the same outcome: the same
+return value or errno, or a difference listed in ALLOWED with its reason. After every
+step both trees must agree: sorted listings, and each file's st_size and bytes.
 
-Operations: open (O_CREAT, O_TRUNC, O_APPEND, O_EXCL, the three access modes), write,
-pwrite (past EOF: holes), read, pread, lseek, fstat, ftruncate, truncate, fsync, close;
-several descriptors on one file; rename of files and directories (over files, into other
-directories, into themselves); unlink, also of a file still open, which is then read,
-written and closed; mkdir; rmdir (empty, not empty, not a directory). A second process
-(tests.fixtures.fsx.Helper, fed over a pipe) writes, truncates, renames, unlinks and reads
-too, so requests come from two pids.
-
-Two machines:
+Operations: open (O_CREAT, O_TRUNC, O_APPEND, O_EXCL; three access modes), write, pwrite
+(past EOF: holes), read, pread, lseek, fstat, ftruncate, truncate, fsync, close; several
+descriptors per file; rename of files and directories (over files, into other
+directories, into themselves); unlink, also of an open file, which is then used and
+closed; mkdir; rmdir. A second process (fixtures.fsx.Helper, fed over a pipe) writes,
+truncates, renames, unlinks and reads too, so requests come from two pids.
 
 - ``Fsx`` adds ``remount``: every descriptor closed, the daemon stopped cleanly, a new
   one started on the same store: everything must be there.
 - ``CrashFsx`` adds ``kill9``: SIGKILL to the daemon (its MountRecord pid), the dead
   mount cleared with ``fusermount3 -uz``, a new daemon on the same store. Every
-  acknowledged operation must have survived, fsynced or not: creates, renames, unlinks,
-  truncates, mkdirs, and the content of every file no open descriptor had written to.
-  This is the promise of the write-path rewrite; today's memfs only keeps fsynced data
-  (README, "Close is not a commit"), so this test fails on today's code by design.
+  acknowledged operation must have survived, fsynced or not: the whole tree, except the
+  content of files an open descriptor wrote to. That is the write-path rewrite's promise;
+  today's memfs keeps only fsynced data (README, "Close is not a commit"), so this test
+  fails on today's code by design.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import operator
 import os
 import shutil
 import stat
@@ -56,18 +51,9 @@ from hypothesis.stateful import (
 )
 
 from memfs.mount import host
-from tests.fixtures.fsx import (
-    FsxEnv,
-    Helper,
-    Outcome,
-    Tree,
-    attempt,
-    differences,
-    path_of_inode,
-    payload,
-    snapshot,
-)
-from tests.fixtures.mount import wait_for
+from tests.fixtures import fsx
+from tests.fixtures.fsx import FsxEnv, Outcome
+from tests.fixtures.mount import require_fuse, wait_for
 
 pytestmark = [pytest.mark.fuse, pytest.mark.timeout(300)]
 
@@ -79,7 +65,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 }
 
 SETTINGS = settings(
-    max_examples=100,
+    max_examples=150,
     stateful_step_count=50,
     deadline=None,
     derandomize=True,  # the same sequences on every run and in CI
@@ -110,19 +96,6 @@ helper_flags = st.sampled_from(
 READ_ONLY = {"read", "pread", "lseek", "fstat", "fsync", "close"}
 
 
-def bits(flags: str) -> int:
-    return functools.reduce(operator.or_, (getattr(os, name) for name in flags.split("|")))
-
-
-def shown(outcome: Outcome) -> str:
-    kind, value = outcome
-    if kind == "err":
-        return value
-    if isinstance(value, bytes):
-        return f"{len(value)} bytes {value[:12]!r}{'...' if len(value) > 12 else ''}"
-    return f"returned {value!r}"
-
-
 @dataclass(eq=False)
 class Handle:
     """One open file: its descriptor on each side."""
@@ -137,7 +110,8 @@ class Handle:
 
 @pytest.fixture
 def fsx_env(tmp_path: Path, memfs_state_dir: Path) -> Iterator[FsxEnv]:
-    env = FsxEnv(tmp_path, Helper(tmp_path))
+    require_fuse()
+    env = FsxEnv(tmp_path, fsx.Helper(tmp_path))
     try:
         yield env
     finally:
@@ -168,26 +142,29 @@ class Fsx(RuleBasedStateMachine):
     def same(self, op: str, what: str, ref: Outcome, mnt: Outcome) -> Outcome:
         """The outcome both sides agree on; ``op`` names the call, ``what`` its arguments."""
         if ref == mnt:
-            self.acked += ref[0] == "ok" and op not in READ_ONLY
+            if ref[0] == "ok" and op not in READ_ONLY:
+                self.acked += 1
             return ref
         key = (op, ref[1] if ref[0] == "err" else "ok", mnt[1] if mnt[0] == "err" else "ok")
         if key in ALLOWED:
             return ref
-        raise AssertionError(f"{op} {what}: reference {shown(ref)}, mount {shown(mnt)}")
+        raise AssertionError(f"{op} {what}: reference {fsx.shown(ref)}, mount {fsx.shown(mnt)}")
 
     def both(self, op: str, what: str, call: Callable[[Path], Any]) -> Outcome:
-        return self.same(op, what, attempt(lambda: call(self.ref)), attempt(lambda: call(self.mnt)))
+        return self.same(
+            op, what, fsx.attempt(lambda: call(self.ref)), fsx.attempt(lambda: call(self.mnt))
+        )
 
     def both_fd(self, op: str, h: Handle, call: Callable[[int], Any]) -> Outcome:
         out = self.same(
-            op, f"on {h.label}", attempt(lambda: call(h.ref)), attempt(lambda: call(h.mnt))
+            op, f"on {h.label}", fsx.attempt(lambda: call(h.ref)), fsx.attempt(lambda: call(h.mnt))
         )
         if out[0] == "ok" and op in ("write", "pwrite", "ftruncate"):
             h.dirty = True
         return out
 
-    def expect_same(self, when: str, ref: Tree | None = None) -> None:
-        diff = differences(snapshot(self.ref) if ref is None else ref, snapshot(self.mnt))
+    def expect_same(self, when: str) -> None:
+        diff = fsx.differences(fsx.snapshot(self.ref), fsx.snapshot(self.mnt))
         if diff:
             raise AssertionError(f"{when}, the trees differ:\n  " + "\n  ".join(diff))
 
@@ -219,9 +196,9 @@ class Fsx(RuleBasedStateMachine):
         return multiple() if h is None else h
 
     def _open(self, path: str, flags: str) -> Handle | None:
-        n = bits(flags)
-        ref = attempt(lambda: os.open(self.ref / path, n, 0o644))
-        mnt = attempt(lambda: os.open(self.mnt / path, n, 0o644))
+        n = fsx.bits(flags)
+        ref = fsx.attempt(lambda: os.open(self.ref / path, n, 0o644))
+        mnt = fsx.attempt(lambda: os.open(self.mnt / path, n, 0o644))
         if ref[0] == mnt[0] == "ok":
             self.acked += 1
             self.opened += 1
@@ -239,10 +216,10 @@ class Fsx(RuleBasedStateMachine):
 
     @rule(h=handles, tag=tags, length=lengths, offset=st.none() | offsets)
     def write(self, h: Handle, tag: int, length: int, offset: int | None) -> None:
-        data = payload(tag, length)
+        data = fsx.payload(tag, length)
         if h.closed:
-            return
-        if offset is None:
+            pass
+        elif offset is None:
             self.both_fd("write", h, lambda fd: os.write(fd, data))
         else:
             self.both_fd("pwrite", h, lambda fd: os.pwrite(fd, data, offset))
@@ -250,8 +227,8 @@ class Fsx(RuleBasedStateMachine):
     @rule(h=handles, size=lengths, offset=st.none() | offsets)
     def read(self, h: Handle, size: int, offset: int | None) -> None:
         if h.closed:
-            return
-        if offset is None:
+            pass
+        elif offset is None:
             self.both_fd("read", h, lambda fd: os.read(fd, size))
         else:
             self.both_fd("pread", h, lambda fd: os.pread(fd, size, offset))
@@ -294,7 +271,7 @@ class Fsx(RuleBasedStateMachine):
     # Random paths rarely meet an open file; these two rules aim at one on purpose.
     @rule(h=handles, by_helper=st.booleans())
     def unlink_open_file(self, h: Handle, by_helper: bool) -> None:
-        path = None if h.closed else path_of_inode(self.ref, os.fstat(h.ref).st_ino)
+        path = None if h.closed else fsx.path_of_inode(self.ref, os.fstat(h.ref).st_ino)
         if path is not None and by_helper:
             self.on_helper("unlink", path, path)
         elif path is not None:
@@ -302,7 +279,7 @@ class Fsx(RuleBasedStateMachine):
 
     @rule(h=handles, src=paths)
     def rename_over_open_file(self, h: Handle, src: str) -> None:
-        path = None if h.closed else path_of_inode(self.ref, os.fstat(h.ref).st_ino)
+        path = None if h.closed else fsx.path_of_inode(self.ref, os.fstat(h.ref).st_ino)
         if path is not None:
             self.rename(src, path)
 
@@ -341,9 +318,9 @@ class Fsx(RuleBasedStateMachine):
     def helper_write(
         self, path: str, flags: str, offset: int | None, tag: int, length: int
     ) -> None:
-        data = payload(tag, length).hex()
+        data = fsx.payload(tag, length).hex()
         self.on_helper(
-            "write", f"{path} {flags}", path, flags=bits(flags), offset=offset, data=data
+            "write", f"{path} {flags}", path, flags=fsx.bits(flags), offset=offset, data=data
         )
 
     @rule(
@@ -380,7 +357,7 @@ class CrashFsx(Fsx):
         # Acknowledged: the whole reference tree, except the content of files that an
         # open descriptor wrote to (those descriptors die with the daemon, unclosed).
         inodes: dict[str, int] = {}
-        ref = snapshot(self.ref, inodes)
+        ref = fsx.snapshot(self.ref, inodes)
         written = {os.fstat(h.ref).st_ino for h in self.open if h.dirty}
         pid = self.mount.pid
         self.mount.kill9()  # SIGKILL to the MountRecord's pid, then reaped
@@ -396,12 +373,12 @@ class CrashFsx(Fsx):
                     os.close(fd)
         self.mount.restart()
         self.acked = 0
-        mnt = snapshot(self.mnt)
+        mnt = fsx.snapshot(self.mnt)
         unsettled = [p for p, ino in inodes.items() if ino in written]
         for p in unsettled:
             if mnt.get(p, ("",))[0] == "file":
                 ref[p] = mnt[p]  # its content is unspecified; it must still exist
-        diff = differences(ref, mnt)
+        diff = fsx.differences(ref, mnt)
         if diff:
             raise AssertionError(
                 f"after kill -9 of daemon pid {pid} and a new daemon on the same store, "
@@ -416,7 +393,6 @@ def test_mount_behaves_like_a_local_directory(fsx_env: FsxEnv) -> None:
 
 
 def test_kill9_loses_no_acknowledged_operation(fsx_env: FsxEnv) -> None:
-    # Fewer examples: each kill -9 costs a daemon start, and the rules are the same.
-    run_state_machine_as_test(
-        lambda: CrashFsx(fsx_env), settings=settings(SETTINGS, max_examples=40)
-    )
+    # Fewer examples: each kill -9 costs a daemon start, and the other rules are Fsx's.
+    crash_settings = settings(SETTINGS, max_examples=60)
+    run_state_machine_as_test(lambda: CrashFsx(fsx_env), settings=crash_settings)
