@@ -175,9 +175,6 @@ class PendingWrites:
         mtime of the directory moves only when the file is committed)."""
         return self._touched.get(path)
 
-    def __len__(self) -> int:
-        return len(self._bufs)
-
     @property
     def pending_bytes(self) -> int:
         """Bytes held for commit (holes included): bounded by max_pending_bytes."""
@@ -385,12 +382,19 @@ class PendingWrites:
             buf.failed = None
             self._unsaved.discard(buf.path)
         if buf.uid is not None or buf.gid is not None:
-            # Made by another user through --allow-other: the entry is theirs.
-            self._run(
-                buf.author,
-                lambda: self.store.set_attrs(buf.path, author=buf.author, uid=buf.uid, gid=buf.gid),
-                buf.path,
-            )
+            # Made by another user through --allow-other: the entry is theirs. The content
+            # is saved already; a failure here must not make it look unsaved.
+            try:
+                self._run(
+                    buf.author,
+                    lambda: self.store.set_attrs(
+                        buf.path, author=buf.author, uid=buf.uid, gid=buf.gid
+                    ),
+                    buf.path,
+                )
+            except Exception:
+                self.errors += 1
+                log.exception("memfs: could not record the owner of %s", buf.path)
         self._remove(buf)
         self._publish()
 
