@@ -217,3 +217,30 @@ def test_holes_count_toward_pending_bytes_and_the_journal_is_not_rewritten_for_t
     finally:
         w.close()
     assert store.read("sparse.bin")[0][-3:] == b"end"
+
+
+def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
+    tmp_path: Path,
+) -> None:
+    journal = jr.Journal(tmp_path)
+    for ident in (1, 2):
+        journal.opened(ident, f"f{ident}", ME, 7, 0o600, 0)  # edits of existing files
+        journal.wrote(ident, 0, b"saved")
+        journal.done(ident)
+    journal.opened(3, "open.md", ME, 9, 0o600, 0)
+    journal.wrote(3, 0, b"X")
+    journal.close(keep=True)
+    asked = []
+
+    def base(path: str, rev: int) -> bytes:
+        asked.append((path, rev))
+        return b"abc"
+
+    assert [(r.path, bytes(r.data)) for r in jr.replay(journal.path, base)] == [("open.md", b"Xbc")]
+    assert asked == [("open.md", 9)]
+    assert jr.abandoned(tmp_path) == [journal.path]
+    done = jr.Journal(tmp_path / "other")
+    done.opened(1, "f", ME, 0, 0o600, jr.CREATED)
+    done.done(1)
+    done.close(keep=True)
+    assert jr.abandoned(tmp_path / "other") == []

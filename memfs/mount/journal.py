@@ -44,6 +44,7 @@ OPEN, WRITE, TRUNCATE, MODE, DONE = 1, 2, 3, 4, 5
 CREATED, WHOLE = 1, 2
 
 SUFFIX = ".journal"
+RESET_AT_BYTES = 4 << 20
 
 
 def _text(value: str) -> bytes:
@@ -126,8 +127,10 @@ class Journal:
 
     # --- housekeeping -------------------------------------------------------------------
     def reset(self) -> None:
-        """Nothing is pending any more: start the file over (cheap, keeps it bounded)."""
-        if self.size:
+        """Nothing is pending any more: start the file over once it has grown. Not on
+        every empty moment: freeing a file's blocks can mean a slow discard on the disk,
+        and a killed daemon inside that ftruncate cannot die until it ends."""
+        if self.size > RESET_AT_BYTES:
             os.ftruncate(self._fd, 0)
             self.size = 0
 
@@ -165,49 +168,69 @@ def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
 
 
 def abandoned(directory: Path) -> list[Path]:
-    """Journals in ``directory`` with records that no live daemon holds (nothing is
-    taken: for `memfs status` to say that a mount of that store would save them)."""
+    """Journals in ``directory`` that hold acknowledged writes no live daemon holds
+    (nothing is taken: for `memfs status` to say a mount of that store would save them)."""
     found = []
     for path, _fd in orphans(directory):
         with contextlib.suppress(OSError):
-            if path.stat().st_size > 0:
+            records = list(_records(path.read_bytes()))
+            if _pending(records):
                 found.append(path)
     return found
+
+
+def _records(data: bytes) -> Iterator[tuple[int, memoryview]]:
+    """``(type, payload)`` of each whole record, up to the first short or damaged one."""
+    view = memoryview(data)
+    pos = 0
+    while pos + _HEAD.size <= len(data):
+        crc, length, kind = _HEAD.unpack_from(data, pos)
+        end = pos + 8 + length
+        if length < 1 or end > len(data) or zlib.crc32(view[pos + 4 : end]) != crc:
+            return
+        yield kind, view[pos + _HEAD.size : end]
+        pos = end
+
+
+def _pending(records: list[tuple[int, memoryview]]) -> set[int]:
+    """Buffers opened and never done: what the journal still holds for the store."""
+    live: set[int] = set()
+    for kind, body in records:
+        if kind == OPEN:
+            live.add(_OPEN.unpack_from(body)[0])
+        elif kind == DONE:
+            live.discard(_ID.unpack_from(body)[0])
+    return live
+
+
+def _text_at(body: memoryview, at: int) -> tuple[str, int]:
+    (n,) = _TEXT.unpack_from(body, at)
+    return bytes(body[at + 2 : at + 2 + n]).decode("utf-8", "surrogateescape"), at + 2 + n
 
 
 def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
     """The buffers a journal left pending (opened and not done), in opening order.
 
     ``base(path, rev)`` gives the content a buffer of an existing file started from (its
-    writes are offsets into it); it is asked only for buffers that were not WHOLE."""
-    data = path.read_bytes()
+    writes are offsets into it); it is asked only for pending buffers that were not
+    WHOLE, so a journal full of finished saves costs no store reads."""
+    records = list(_records(path.read_bytes()))
+    pending = _pending(records)
     live: dict[int, Recovered] = {}
-    pos = 0
-    while pos + _HEAD.size <= len(data):
-        crc, length, kind = _HEAD.unpack_from(data, pos)
-        end = pos + 8 + length
-        if length < 1 or end > len(data):
-            break
-        if zlib.crc32(data[pos + 4 : end]) != crc:
-            break
-        body = memoryview(data)[pos + _HEAD.size : end]
-        pos = end
+    for kind, body in records:
         if kind == OPEN:
             ident, base_rev, mode, flags = _OPEN.unpack_from(body)
-            at = _OPEN.size
-            (n,) = _TEXT.unpack_from(body, at)
-            name = bytes(body[at + 2 : at + 2 + n]).decode("utf-8", "surrogateescape")
-            at += 2 + n
-            (n,) = _TEXT.unpack_from(body, at)
-            author = bytes(body[at + 2 : at + 2 + n]).decode("utf-8", "surrogateescape")
+            if ident not in pending:
+                continue
+            name, at = _text_at(body, _OPEN.size)
+            author, _ = _text_at(body, at)
             whole = bool(flags & (WHOLE | CREATED))
             buf = Recovered(name, author, base_rev, mode, bool(flags & CREATED), whole)
             if not whole:
                 buf.data = bytearray(base(name, base_rev))
             live[ident] = buf
             continue
-        (ident,) = _ID.unpack_from(body)
-        buf = live.get(ident)
+        buf = live.get(_ID.unpack_from(body)[0])
         if buf is None:
             continue
         if kind == WRITE:
@@ -224,8 +247,6 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
                 buf.data.extend(b"\0" * (size - len(buf.data)))
         elif kind == MODE:
             buf.mode = _MODE.unpack_from(body)[1]
-        elif kind == DONE:
-            del live[ident]
     return list(live.values())
 
 
