@@ -395,7 +395,10 @@ class Store(abc.ABC):
         transaction: all of them or none, and other readers see the tree before or
         after. A mutation that raises inside leaves nothing and the batch may go on;
         an exception leaving the block undoes the whole batch. Batches nest (the inner
-        joins the outer)."""
+        joins the outer). Every change inside carries one time, the clock's when the
+        batch began, so the log shows a batch as one operation (``memfs undo`` reverts
+        it whole); a ``clock`` replaced inside the batch gives the times from then on (a
+        copy that keeps the original times does that)."""
 
     def defer_maintenance(self) -> None:
         """Promise to call :meth:`maintain` about once a second from now on.

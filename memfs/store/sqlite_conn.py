@@ -224,8 +224,22 @@ class SqliteConnections:
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        with self._tx():
-            yield
+        outer = getattr(self._local, "batch_depth", 0) == 0
+        if outer:
+            self._local.frozen = (self.clock, self.clock())
+        try:
+            with self._tx():
+                yield
+        finally:
+            if outer:
+                self._local.frozen = None
+
+    def _now(self) -> int:
+        """The time a mutation records: the batch's (see Store.batch), else the clock's."""
+        frozen = getattr(self._local, "frozen", None)
+        if frozen is not None and frozen[0] is self.clock:
+            return int(frozen[1])
+        return self.clock()
 
     def _counter(self, db: sqlite3.Connection, name: str) -> int:
         return int(db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])

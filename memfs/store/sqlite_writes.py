@@ -98,7 +98,7 @@ class SqliteWrites(SqliteKeeping):
         rel = self._valid(path)
         data = bytes(data)
         self._check_size(rel, len(data))
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -158,7 +158,7 @@ class SqliteWrites(SqliteKeeping):
         exist_ok: bool = False,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(STAT, (rel,)).fetchone()
             if row is not None:
@@ -176,7 +176,7 @@ class SqliteWrites(SqliteKeeping):
         size = len(target.encode("utf-8", errors="surrogateescape"))
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is not None:
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -202,7 +202,7 @@ class SqliteWrites(SqliteKeeping):
         rel = self._valid(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -254,7 +254,7 @@ class SqliteWrites(SqliteKeeping):
             return
         if dst.startswith(src + "/"):
             raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (src,)).fetchone()
             if row is None:
@@ -340,7 +340,7 @@ class SqliteWrites(SqliteKeeping):
         mtime_ns: int | None = None,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
@@ -358,7 +358,7 @@ class SqliteWrites(SqliteKeeping):
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
         self._check_size(rel, size)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(READ, (rel,)).fetchone()
             if row is None:

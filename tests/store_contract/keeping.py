@@ -106,6 +106,16 @@ class KeepingContract:
                 store.write("b", b"2", author=A)
         assert tree(store) == {"keep": ("file", b"k"), "a": ("file", b"1"), "b": ("file", b"2")}
 
+    def test_a_batch_is_one_time_unless_the_clock_is_replaced(self, store: Store) -> None:
+        with store.batch():
+            store.write("a", b"1", author=A)
+            time.sleep(0.002)
+            store.write("b", b"2", author=A)
+            store.clock = lambda: 42
+            store.write("c", b"3", author=A)
+        times = [c.time_ns for c in store.changes()]
+        assert times[0] == times[1] != 42 and times[2] == 42
+
     def test_other_threads_see_a_batch_only_when_it_is_done(self, store: Store) -> None:
         seen: list[dict[str, object]] = []
         inside = threading.Event()
