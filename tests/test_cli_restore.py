@@ -237,3 +237,16 @@ def test_a_live_mount_shows_the_restored_tree_at_once(memfs_mount: MountHandle) 
     assert done.stdout.splitlines()[-1].startswith("returned the tree to good with 2 changes")
     wait_for(lambda: not (mnt / "junk.md").exists(), what="the mount dropping junk.md")
     wait_for(lambda: (mnt / "plan.md").read_text() == "v1\n", what="the mount showing v1")
+    # Inside the mount, the log needs no --store: it is the mount's.
+    shown = subprocess.run(
+        [memfs, "log", "--limit", "2"],
+        cwd=mnt,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert [line.split("  ")[3:5] for line in shown.stdout.splitlines()] == [
+        ["restore", "plan.md"],
+        ["restore", "junk.md"],
+    ]
