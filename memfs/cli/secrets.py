@@ -158,7 +158,7 @@ def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
         lines.append("Edit a file to take a secret out of its current content.")
     if with_history:
         lines.append(
-            f"Remove an old revision's content for good with `{command('redact PATH --rev REV')}`."
+            f"Remove an old revision's content for good with `{command('redact')} PATH --rev REV`."
         )
     else:
         lines.append(
