@@ -74,6 +74,16 @@ def test_history_adds_old_revisions_and_deleted_files(db: Path) -> None:
     )
 
 
+def test_a_redacted_revision_is_no_longer_listed(db: Path) -> None:
+    with open_store(db) as store:
+        store.redact("notes/db.md", 2, author="memfs redact (user carol)")
+    result = run("notes", "--store", str(db), "--history")
+    assert (result.exit_code, result.output) == (
+        0,
+        "No credentials found in 2 files and 0 old revisions.\n",
+    )
+
+
 def test_a_path_and_json(db: Path) -> None:
     result = run("/memories/notes", "--store", str(db), "--history", "--json")
     assert result.exit_code == 0, result.output

@@ -129,12 +129,12 @@ def scan_store(store: Store, rel: str, with_history: bool, tally: Tally) -> Iter
         except (NotFound, IsADirectory):
             continue
         for revision in revisions:
-            if current.get(path) == revision.rev:
+            if current.get(path) == revision.rev or revision.redacted_by is not None:
                 continue
             try:
                 data = store.read_revision(path, revision.rev)
             except NotFound:
-                continue  # no longer retained (or its content was removed)
+                continue  # no longer retained, or redacted meanwhile (Redacted is a NotFound)
             tally.old_revisions += 1
             yield from _rows(path, revision.rev, False, data)
 

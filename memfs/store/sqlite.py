@@ -61,6 +61,8 @@ class SqliteStore(SqliteWrites, Store):
         # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
         self.url = "sqlite://" + quote(str(path), safe="/")
         self.max_file_bytes = self.options.max_file_bytes
+        self.max_tree_bytes = self.options.max_tree_bytes
+        self.max_files = self.options.max_files
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -121,14 +123,22 @@ class SqliteStore(SqliteWrites, Store):
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
 
-    def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
+    def changes(
+        self,
+        since: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Change]:
+        order = "DESC" if newest_first else ""
         try:
             rows = (
                 self._db()
                 .execute(
-                    "SELECT seq, kind, path, author, time_ns, old_path, rev FROM changes"
-                    " WHERE seq > ? ORDER BY seq LIMIT ?",
-                    (since, -1 if limit is None else limit),
+                    "SELECT seq, kind, path, author, time_ns, old_path, rev, size, sha256"
+                    f" FROM changes WHERE seq > ? AND seq <= ? ORDER BY seq {order} LIMIT ?",
+                    (since, _MAX_SEQ if until is None else until, -1 if limit is None else limit),
                 )
                 .fetchall()
             )
@@ -146,15 +156,16 @@ class SqliteStore(SqliteWrites, Store):
     # --- housekeeping ------------------------------------------------------------------------
     def usage(self) -> Usage:
         try:
-            files, dirs, total = (
+            values = dict(
                 self._db()
                 .execute(
-                    "SELECT count(*) FILTER (WHERE kind = 'file'),"
-                    " count(*) FILTER (WHERE kind = 'dir' AND path != ''),"
-                    " coalesce(sum(size) FILTER (WHERE kind = 'file'), 0) FROM entries"
+                    "SELECT name, value FROM counters WHERE name IN ('files', 'dirs', 'bytes')"
                 )
-                .fetchone()
+                .fetchall()
             )
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return Usage(files=files, dirs=dirs, bytes=total)
+        return Usage(files=values["files"], dirs=values["dirs"], bytes=values["bytes"])
+
+
+_MAX_SEQ = 2**63 - 1

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from memfs.errors import NotFound
+from memfs.errors import NotFound, Redacted
 from memfs.store.base import Entry, Revision
 from memfs.store.sqlite_conn import STAT, SqliteConnections, need_file, pack_blob, unpack_blob
 from memfs.store.sqlite_schema import translate
@@ -43,9 +45,11 @@ _PRUNE_LIVE = (
     " WHERE path = :p ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
 )
 _HISTORY = (
-    "SELECT rev, author, time_ns, size, sha256 FROM revisions WHERE path = ?"
-    " ORDER BY rev DESC LIMIT ?"
+    "SELECT rev, author, time_ns, size, sha256, redacted_by, redacted_ns FROM revisions"
+    " WHERE path = ? ORDER BY rev DESC LIMIT ?"
 )
+# A redacted revision's stored hash carries this prefix: it no longer names a blob.
+REDACTED = "redacted:"
 
 
 class SqliteHistory(SqliteConnections):
@@ -62,7 +66,8 @@ class SqliteHistory(SqliteConnections):
     # --- recording ----------------------------------------------------------------------
     def _add_revision(
         self, db: sqlite3.Connection, path: str, rev: int, data: bytes, author: str, now: int
-    ) -> None:
+    ) -> str:
+        """Add revision ``rev`` of ``path`` holding ``data``; its SHA-256."""
         sha = hashlib.sha256(data).hexdigest()
         if db.execute("SELECT 1 FROM blob_refs WHERE sha256 = ?", (sha,)).fetchone() is None:
             codec, stored = pack_blob(data)
@@ -74,6 +79,7 @@ class SqliteHistory(SqliteConnections):
                 "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (?, ?, 0)", (sha, blob)
             )
         self._add_row(db, path, rev, author, now, len(data), sha)
+        return sha
 
     def _add_row(
         self,
@@ -94,8 +100,9 @@ class SqliteHistory(SqliteConnections):
 
     def _arrive(
         self, db: sqlite3.Connection, entry_id: int, old: str, path: str, author: str, now: int
-    ) -> None:
-        """Record the file ``entry_id``, moved from ``old`` to ``path``, as arriving there."""
+    ) -> tuple[int, int, str]:
+        """Record the file ``entry_id``, moved from ``old`` to ``path``, as arriving there;
+        the arrival's revision number, size and SHA-256."""
         size, sha = db.execute(
             "SELECT r.size, r.sha256 FROM entries e JOIN revisions r ON r.path = ?"
             " AND r.rev = e.rev WHERE e.id = ?",
@@ -105,6 +112,7 @@ class SqliteHistory(SqliteConnections):
         rev = self._next_rev(db)
         db.execute("UPDATE entries SET rev = ? WHERE id = ?", (rev, entry_id))
         self._add_row(db, path, rev, author, now, size, sha)
+        return rev, size, sha
 
     def _tombstone(
         self, db: sqlite3.Connection, paths: list[str], now: int, *, moved: bool
@@ -174,40 +182,80 @@ class SqliteHistory(SqliteConnections):
         trimmed = gone[1] is None or gone[1] <= now
         return 1 if trimmed else -1
 
-    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+    def _history_rows(
+        self, db: sqlite3.Connection, path: str, limit: int | None = None
+    ) -> list[Revision]:
+        visible = self._visible(db, path)
+        if limit is not None:
+            visible = limit if visible < 0 else min(visible, limit)
+        rows = db.execute(_HISTORY, (path, visible)).fetchall()
+        return [self._revision(path, row) for row in rows]
+
+    @staticmethod
+    def _revision(path: str, row: tuple) -> Revision:  # type: ignore[type-arg]
+        rev, author, time_ns, size, sha, redacted_by, redacted_ns = row
+        return Revision(
+            path, rev, author, time_ns, size, sha.removeprefix(REDACTED), redacted_by, redacted_ns
+        )
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads seeing one state: a read transaction, or the batch's own."""
         db = self._db()
+        if db.in_transaction:  # inside a batch: it already is one consistent state
+            yield db
+            return
+        db.execute("BEGIN")
         try:
-            db.execute("BEGIN")
-            try:
-                visible = self._visible(db, path)
-                if limit is not None:
-                    visible = limit if visible < 0 else min(visible, limit)
-                rows = db.execute(_HISTORY, (path, visible)).fetchall()
-            finally:
-                db.execute("COMMIT")
+            yield db
+        finally:
+            db.execute("COMMIT")
+
+    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+        try:
+            with self._snapshot() as db:
+                return self._history_rows(db, path, limit)
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return [Revision(path, *row) for row in rows]
 
     def read_revision(self, path: str, rev: int) -> bytes:
-        db = self._db()
         try:
-            db.execute("BEGIN")
-            try:
-                visible = self._visible(db, path)
-                row = db.execute(
-                    "SELECT r.rev, b.codec, b.content FROM revisions r JOIN blob_refs br"
-                    " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
-                    " WHERE r.path = ? AND r.rev = ?",
-                    (path, rev),
-                ).fetchone()
-                if row is not None and visible == 1:
-                    newest = db.execute(_HISTORY, (path, 1)).fetchone()[0]
-                    row = row if newest == rev else None
-            finally:
-                db.execute("COMMIT")
+            with self._snapshot() as db:
+                found = next((r for r in self._history_rows(db, path) if r.rev == rev), None)
+                row = None
+                if found is not None and found.redacted_by is None:
+                    row = db.execute(
+                        "SELECT b.codec, b.content FROM revisions r JOIN blob_refs br"
+                        " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
+                        " WHERE r.path = ? AND r.rev = ?",
+                        (path, rev),
+                    ).fetchone()
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+        if found is not None and found.redacted_by is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found.redacted_by}",
+                path=path,
+                by=found.redacted_by,
+                time_ns=found.redacted_ns or 0,
+            )
+        if row is None:
+            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
+        return unpack_blob(row[0], row[1])
+
+    def read_blob(self, sha256: str) -> bytes:
+        try:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b"
+                    " ON b.id = br.blob_id WHERE br.sha256 = ? AND br.refs > 0",
+                    (sha256,),
+                )
+                .fetchone()
+            )
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
         if row is None:
-            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
-        return unpack_blob(row[1], row[2])
+            raise NotFound(f"no retained revision has the content {sha256[:12]}")
+        return unpack_blob(row[0], row[1])
