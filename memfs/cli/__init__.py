@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "undo": "restore",
     "checkpoint": "restore",
     "redact": "restore",
+    "secrets": "secrets",
 }
 
 
