@@ -25,6 +25,7 @@ from anthropic.types.beta import (
 from pydantic import BaseModel
 
 from memfs.handler import MemoryHandler
+from memfs.store.base import Store
 
 __all__ = ["MemoryTool"]
 
@@ -53,9 +54,19 @@ class MemoryTool(BetaAbstractMemoryTool):
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        store: Store | None = None,
+        store_prefix: str = "",
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.handler = MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        # With the store ``root`` shows (memfs.backing.store_behind finds a mount's), the
+        # model hears the tree caps with numbers and its file views count as use.
+        self.handler = MemoryHandler(
+            root,
+            overwrite=overwrite,
+            max_file_bytes=max_file_bytes,
+            store=store,
+            store_prefix=store_prefix,
+        )
 
     def _run(self, command: object) -> BetaFunctionToolResultType:
         # The handler checks the input's shape itself and never raises, so a non-object

@@ -146,8 +146,11 @@ class MemfsOperations(NamespaceOps):
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
     ) -> T:
-        with self._meta.changing(paths, subtrees):
-            return self._own.run(author, fn)
+        try:
+            with self._meta.changing(paths, subtrees):
+                return self._own.run(author, fn)
+        finally:
+            self.writes.forget_usage()  # the tree caps are checked against fresh counts
 
     def _mutate(
         self,
@@ -184,6 +187,7 @@ class MemfsOperations(NamespaceOps):
                         subtrees.append(gone)
                         self._cache.forget_under(gone)
                         paths.update(dict.fromkeys(self._known_below(gone)))
+        self.writes.forget_usage()
         self._meta.bump()
         self._meta.forget(paths, subtrees)
         self._meta.bump()

@@ -64,6 +64,7 @@ def errno_of(exc: BaseException) -> int:
         (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
         (errors.Conflict, errno.EAGAIN),
         (errors.TooLarge, errno.EFBIG),
+        (errors.CapExceeded, errno.EDQUOT),
         (errors.InvalidMove, errno.EINVAL),
         (errors.StoreFull, errno.ENOSPC),
         (errors.StoreUnavailable, errno.EIO),
