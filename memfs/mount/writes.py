@@ -725,6 +725,13 @@ class PendingWrites:
             return buf.retry_at - now
         return buf.last_write + self.quiet_period - now
 
+    def count_error(self) -> None:
+        """Count an unexpected error of another of the daemon's threads (it logged it),
+        where `memfs status` shows the count."""
+        with self.lock:
+            self.errors += 1
+            self._publish()
+
     @property
     def health(self) -> Health:
         return self._health
