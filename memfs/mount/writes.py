@@ -513,6 +513,7 @@ class PendingWrites:
         first = buf.failed is None
         buf.failed = exc
         buf.retry_at = time.monotonic() + RETRY_S
+        self._wake.set()  # the committer may be asleep for a whole quiet period
         self._unsaved.add(buf.path)
         if not isinstance(exc, MemfsError):
             # Not a refusal the store explained: a bug or an environment problem. The
