@@ -38,7 +38,7 @@ log = logging.getLogger("memfs.sync")
 
 # A file a tree cap keeps out of the store is tried again this often (the log line is
 # written once per content): room appears when something is deleted, by anyone.
-CAP_RETRY_S = 5.0
+CAP_RETRY_S = 2.0
 
 
 class Engine(Looker):
