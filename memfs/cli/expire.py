@@ -86,9 +86,7 @@ def expire(
             click.echo(json.dumps({"action": "skipped", "path": p, "why": why}, ensure_ascii=False))
         return
     for f in report.deleted:
-        click.echo(
-            f"{verb} {f.path} (revision {f.rev}, {f.size} bytes, changed {_when(f.mtime_ns)})"
-        )
+        click.echo(f"{verb} {f.path} (revision {f.rev}, {f.size} bytes)")
     for d in report.dirs:
         click.echo(f"{verb} {d}/ (left empty)")
     for p, why in report.skipped:

@@ -202,21 +202,20 @@ def _mirrors() -> None:
 
 def _one_store(url: str) -> None:
     from memfs.cli import stores
+    from memfs.errors import StoreUnavailable
     from memfs.store import open_store
 
     choice = stores.choose(url)
     try:
+        stores.require_existing_store(choice)
         with open_store(choice.url) as store:
             usage = store.usage()
-            line = caps_line(
-                usage.files,
-                usage.bytes,
-                store.max_files,
-                store.max_tree_bytes,
-                store.max_file_bytes,
-            )
+            caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+    line = caps_line(usage.files, usage.bytes, *caps)
     click.echo(f"{choice.url}: {usage.dirs} directories; caps: {line}")
 
 
