@@ -158,11 +158,8 @@ class MemfsOperations(NamespaceOps):
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
     ) -> T:
-        try:
-            with self._meta.changing(paths, subtrees):
-                return self._own.run(author, fn)
-        finally:
-            self.writes.forget_usage()  # the tree caps are checked against fresh counts
+        with self._meta.changing(paths, subtrees):
+            return self._own.run(author, fn)
 
     def _mutate(
         self,
@@ -172,7 +169,10 @@ class MemfsOperations(NamespaceOps):
         subtrees: Iterable[str] = (),
     ) -> T:
         with self._mutex:
-            return self._tracked(author, fn, paths, subtrees)
+            try:
+                return self._tracked(author, fn, paths, subtrees)
+            finally:
+                self.writes.forget_usage()  # a namespace change: count the tree afresh
 
     def _is_dir(self, p: str) -> bool:
         try:

@@ -73,9 +73,9 @@ DEFAULT_MAX_PENDING_BYTES = 256 << 20
 COMPACT_AT_BYTES = 64 << 20
 RETRY_S = 1.0
 TOUCHED_DIRS = 4096
-# How long the store's usage is trusted for the cap checks. Every mutation this mount
-# makes and every change the follower sees forgets it, so this bounds only a store
-# changed by others with no follower running.
+# How long the store's usage is trusted for the cap checks. The mount's namespace
+# changes and every change the follower sees forget it, and its own commits move their
+# growth into it, so this bounds only a store changed by others with no follower.
 USAGE_TTL_S = 1.0
 
 
@@ -321,6 +321,15 @@ class PendingWrites:
         """The store's usage moved (a mutation here, a change seen on the feed)."""
         self._usage = None
 
+    def _counted(self, buf: Buffer, size: int) -> None:
+        """Move a committed buffer's growth from the pending sums to the cached usage
+        (no query: a burst of small files commits one after another)."""
+        cached = self._usage
+        if cached is not None:
+            at, u = cached
+            grown = Usage(u.files + buf.created, u.dirs, u.bytes + size - buf.base_size)
+            self._usage = (at, grown)
+
     def _store_usage(self) -> Usage:
         now = time.monotonic()
         cached = self._usage
@@ -461,7 +470,7 @@ class PendingWrites:
         except Exception as e:
             self._failed(buf, data, e)
             raise
-        self._usage = None  # the store counts this file now, and the buffer goes
+        self._counted(buf, len(data))  # the store counts this file now; the buffer goes
         if buf.failed is not None:
             log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
             self._forget_copy(buf.path)
