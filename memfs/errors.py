@@ -22,7 +22,8 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │       └── UnknownScheme   no backend registered for the URL's scheme
     ├── MountError              the daemon cannot mount, unmount or find a mount
     ├── SyncError               the mirror cannot start or go on
-    └── AgentError              the agent loop cannot start or go on
+    ├── AgentError              the agent loop cannot start or go on
+    └── McpError                the MCP server cannot start (address, port, options)
 """
 
 from __future__ import annotations
@@ -131,3 +132,7 @@ class SyncError(MemfsError):
 
 class AgentError(MemfsError):
     pass
+
+
+class McpError(MemfsError):
+    """The MCP server cannot start or serve as asked; the message says why in one line."""
