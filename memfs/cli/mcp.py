@@ -137,8 +137,7 @@ def mcp(
     server = MemoryServer(memory)
     try:
         if address is None or sock is None:
-            _say(f"serving {memory.root} over stdio")
-            anyio.run(serve.serve_stdio, server)
+            anyio.run(serve.serve_stdio, server, lambda: _say(f"serving {memory.root} over stdio"))
         else:
             anyio.run(
                 serve.serve_http,

@@ -25,8 +25,9 @@ from memfs.mcp.http import PATH, Address, BearerToken, is_loopback
 from memfs.mcp.server import MemoryServer
 
 
-async def _until_signal(stop: Callable[[], None]) -> None:
+async def _until_signal(stop: Callable[[], None], on_ready: Callable[[], None]) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        on_ready()  # only now: a signal sent on seeing it must find the handler in place
         async for _ in signals:
             stop()
             return
@@ -73,7 +74,7 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def serve_stdio(server: MemoryServer) -> None:
+async def serve_stdio(server: MemoryServer, on_ready: Callable[[], None]) -> None:
     """Serve one client on stdin/stdout until it closes stdin or a signal comes."""
     lines = _Lines(0) if _pollable(0) else None
     try:
@@ -85,7 +86,7 @@ async def serve_stdio(server: MemoryServer) -> None:
                 tasks.cancel_scope.cancel()
 
             tasks.start_soon(serve)
-            tasks.start_soon(_until_signal, tasks.cancel_scope.cancel)
+            tasks.start_soon(_until_signal, tasks.cancel_scope.cancel, on_ready)
     finally:
         if lines is not None:
             lines.restore()
@@ -155,5 +156,5 @@ async def serve_http(
             tasks.cancel_scope.cancel()
 
         tasks.start_soon(serve)
-        tasks.start_soon(_until_signal, web.stop)
-        on_ready(f"http://{Address(address.host, port).url_host}:{port}{PATH}")
+        url = f"http://{Address(address.host, port).url_host}:{port}{PATH}"
+        tasks.start_soon(_until_signal, web.stop, lambda: on_ready(url))
