@@ -34,10 +34,10 @@ from memfs.store.sqlite_conn import (
     subtree_extent,
     unpack_blob,
 )
-from memfs.store.sqlite_history import SqliteHistory
+from memfs.store.sqlite_keeping import SqliteKeeping
 
 
-class SqliteWrites(SqliteHistory):
+class SqliteWrites(SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -98,7 +98,7 @@ class SqliteWrites(SqliteHistory):
         rel = self._valid(path)
         data = bytes(data)
         self._check_size(rel, len(data))
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -108,6 +108,7 @@ class SqliteWrites(SqliteHistory):
                         " longer exists",
                         path=rel,
                     )
+                self._check_caps(db, rel, len(data), 1)
                 self._ensure_parent(db, rel, author, now, parents)
                 self._revive(db, rel, now)
                 rev = self._next_rev(db)
@@ -135,6 +136,8 @@ class SqliteWrites(SqliteHistory):
                         f"'{rel}' changed: expected revision {expected_rev}, current is {current}",
                         path=rel,
                     )
+                old_size = db.execute("SELECT size FROM entries WHERE id = ?", (entry_id,))
+                self._check_caps(db, rel, len(data) - old_size.fetchone()[0], 0)
                 rev = self._next_rev(db)
                 db.execute(
                     "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
@@ -155,7 +158,7 @@ class SqliteWrites(SqliteHistory):
         exist_ok: bool = False,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(STAT, (rel,)).fetchone()
             if row is not None:
@@ -173,7 +176,7 @@ class SqliteWrites(SqliteHistory):
         size = len(target.encode("utf-8", errors="surrogateescape"))
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is not None:
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -199,7 +202,7 @@ class SqliteWrites(SqliteHistory):
         rel = self._valid(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -251,7 +254,7 @@ class SqliteWrites(SqliteHistory):
             return
         if dst.startswith(src + "/"):
             raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (src,)).fetchone()
             if row is None:
@@ -276,9 +279,10 @@ class SqliteWrites(SqliteHistory):
             db.execute("UPDATE entries SET ctime_ns = ? WHERE path = ?", (now, dst))
             db.execute(TOUCH, (now, now, parent_of(src)))
             db.execute(TOUCH, (now, now, parent_of(dst)))
+            last = None
             for entry_id, path in moved:
-                self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
-            self._record(db, "rename", dst, author, now, old_path=src)
+                last = self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
+            self._record(db, "rename", dst, author, now, old_path=src, rev=last)
             self._sweep(db, now)
 
     def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
@@ -336,7 +340,7 @@ class SqliteWrites(SqliteHistory):
         mtime_ns: int | None = None,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
@@ -354,12 +358,13 @@ class SqliteWrites(SqliteHistory):
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
         self._check_size(rel, size)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(READ, (rel,)).fetchone()
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
             need_file(Entry(*row[:-2]))
+            self._check_caps(db, rel, size - row[2], 0)
             old = unpack_blob(row[-2], row[-1])
             data = old[:size] + b"\x00" * (size - len(old))
             entry_id = db.execute(LOOKUP, (rel,)).fetchone()[0]
