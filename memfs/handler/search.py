@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from memfs.errors import IsADirectory, NotFound
 from memfs.handler.posix import DIR_FLAGS, read_all
 from memfs.handler.tree import READ_LIMIT, TEMP_PREFIX, Tree
-from memfs.paths import name_problem, parse_rel
+from memfs.paths import ROOT, name_problem, parse_rel
 from memfs.store.base import SearchHit
 from memfs.store.matching import DEFAULT_LIMIT, average, decode_text, parse_query
 
-__all__ = ["search_directory"]
+__all__ = ["format_hits", "search_directory"]
 
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
@@ -122,3 +122,17 @@ def _read(dir_fd: int, name: str) -> bytes | None:
         return read_all(fd, READ_LIMIT)
     finally:
         os.close(fd)
+
+
+def format_hits(hits: list[SearchHit], query: str, where: str = "/memories") -> str:
+    """The tool result a model reads for ``hits``: model paths, best first, each with its
+    matching lines numbered as ``view`` numbers them, so a follow-up ``view`` with a
+    ``view_range`` lands on them."""
+    if not hits:
+        return f"No file in {where} matches {query!r}."
+    count = f"{len(hits)} file{'s' if len(hits) != 1 else ''}"
+    out = [f"{count} in {where} match {query!r}, best first:"]
+    for hit in hits:
+        out.append(f"{ROOT}/{hit.path}")
+        out.extend(f"{number:6d}\t{text}" for number, text in hit.lines)
+    return "\n".join(out)
