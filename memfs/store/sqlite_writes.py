@@ -35,9 +35,10 @@ from memfs.store.sqlite_conn import (
     unpack_blob,
 )
 from memfs.store.sqlite_keeping import SqliteKeeping
+from memfs.store.sqlite_search import SqliteSearch
 
 
-class SqliteWrites(SqliteKeeping):
+class SqliteWrites(SqliteSearch, SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -145,6 +146,7 @@ class SqliteWrites(SqliteKeeping):
                 )
                 self._record(db, "modify", rel, author, now, rev=rev)
             self._add_revision(db, rel, rev, data, author, now)
+            self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
@@ -375,6 +377,7 @@ class SqliteWrites(SqliteKeeping):
             )
             self._record(db, "modify", rel, author, now, rev=rev)
             self._add_revision(db, rel, rev, data, author, now)
+            self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
