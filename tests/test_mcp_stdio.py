@@ -230,20 +230,43 @@ def test_every_hostile_path_is_refused_over_mcp_with_nothing_touched(arena: Path
     assert snapshot(root) == inside_before
 
 
-def test_search_and_history_say_why_not_on_a_plain_directory(tmp_path: Path) -> None:
+def test_search_reads_a_plain_directory_and_history_says_why_not(tmp_path: Path) -> None:
     root = tmp_path / "mem"
-    root.mkdir()
-    (root / "a.md").write_text("alpha\n")
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("alpha\nbeta\n")
+    (root / "sub" / "b.md").write_text("gamma\nAlphabet soup\n")
+    (tmp_path / "outside.md").write_text("alpha outside\n")
 
     async def run() -> list[types.CallToolResult]:
         async with stdio_client(["--root", str(root)]) as (client, _):
             return [
+                await client.call_tool("memory_search", {"query": "alpha"}),
+                await client.call_tool(
+                    "memory_search", {"query": "alpha", "path": "/memories/sub"}
+                ),
+                await client.call_tool("memory_search", {"query": "(", "regex": True}),
+                await client.call_tool("memory_search", {"query": "x", "path": "/memories/.."}),
                 await client.call_tool("memory_history", {"path": "/memories/a.md"}),
                 await client.call_tool("memory_history", {"path": "/memories/../etc"}),
                 await client.call_tool("nonsense", {}),
             ]
 
-    history, hostile, unknown = anyio.run(run)
+    found, below, bad_regex, bad_path, history, hostile, unknown = anyio.run(run)
+    assert not found.is_error
+    lines = text_of(found).split("\n")
+    assert lines[0] == "2 files in /memories match 'alpha', best first:"
+    assert sorted(lines[1:]) == sorted(
+        ["/memories/a.md", "     1\talpha", "/memories/sub/b.md", "     2\tAlphabet soup"]
+    )
+    assert text_of(below) == (
+        "1 file in /memories/sub match 'alpha', best first:\n"
+        "/memories/sub/b.md\n     2\tAlphabet soup"
+    )
+    assert bad_regex.is_error and text_of(bad_regex).startswith("Error: ")
+    assert bad_path.is_error
+    assert text_of(bad_path) == (
+        "Error: The path /memories/.. is not allowed: it contains a '..' segment."
+    )
     assert history.is_error
     assert text_of(history) == (
         f"Error: No history here: {root} is a plain directory, not a memfs store; "

@@ -128,10 +128,11 @@ class MemoryServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = dict(params.arguments or {})
+        author = self._author(ctx)
 
         def run() -> types.CallToolResult:
             try:
-                return tools.call(self.tree, params.name, args)
+                return tools.call(self.tree, params.name, args, author)
             except Exception:
                 log.exception("memfs mcp: tool %s failed", params.name)
                 message = f"Error: An internal error stopped {params.name}; nothing was changed."
@@ -139,7 +140,7 @@ class MemoryServer:
                     content=[types.TextContent(text=message)], is_error=True
                 )
 
-        return await self.workers.run(self._author(ctx), run)
+        return await self.workers.run(author, run)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -9,21 +9,25 @@ The descriptions are written for a model reading them cold.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
 
 from memfs.errors import MemfsError, NotFound
 from memfs.handler import Result
+from memfs.handler.search import format_hits, search_directory
+from memfs.history.restore import restore_file
 from memfs.mcp.tree import MemoryTree
-from memfs.paths import parse
+from memfs.paths import ROOT, parse
+from memfs.store.base import SearchHit
+from memfs.store.matching import DEFAULT_LIMIT
 
 MEMORY = "memory"
 SEARCH = "memory_search"
 HISTORY = "memory_history"
-SEARCH_MAX_LIMIT = 100
+SEARCH_MAX_LIMIT = 50  # as the agent's memory_search
 
 _STR = {"type": "string"}
 
@@ -55,14 +59,17 @@ query: words that must all appear in a file (case-insensitive, inside longer wor
 "a quoted phrase" is one term. With regex true, query is one regular expression matched \
 line by line (case-sensitive). path narrows the search to a directory or a file \
 (default /memories). Each result names the file and its matching lines with their line \
-numbers, ready for view with a view_range."""
+numbers, ready for view with a view_range. Without a memfs store behind the memory \
+the files are read one by one, which is slower on a large tree."""
 
 HISTORY_DESCRIPTION = """\
 The revisions of one memory file, newest first: revision number, time (UTC), author \
 (a person's editor such as "vim (pid 812)", an agent such as "mcp:claude-code (pid 90)") \
 and size. Give rev to read the file as it was at that revision, for instance to see what \
-someone changed or to recover text that was overwritten or deleted (write it back with \
-the memory tool). A deleted file's last revision stays readable for a while."""
+someone changed or to recover text that was overwritten or deleted. With rev and \
+restore true, that revision becomes the file's newest one again (a deleted file comes \
+back); nothing in the history is lost. A deleted file's last revision stays readable \
+for a while."""
 
 TOOLS = [
     types.Tool(
@@ -145,11 +152,15 @@ TOOLS = [
                     "type": "integer",
                     "description": "A revision number from the list: read that revision.",
                 },
+                "restore": {
+                    "type": "boolean",
+                    "description": "With rev: make that revision the file's content again.",
+                },
             },
             "required": ["path"],
         },
         annotations=types.ToolAnnotations(
-            title="Memory file history", read_only_hint=True, open_world_hint=False
+            title="Memory file history", read_only_hint=False, open_world_hint=False
         ),
     ),
 ]
@@ -183,47 +194,40 @@ def _string(args: dict[str, Any], name: str, default: str | None = None) -> str:
 
 def search(tree: MemoryTree, args: dict[str, Any]) -> types.CallToolResult:
     query = _string(args, "query")
-    where = parse(_string(args, "path", "/memories"))
+    where = parse(_string(args, "path", ROOT))
     regex = args.get("regex", False)
-    limit = args.get("limit", 20)
+    limit = args.get("limit", DEFAULT_LIMIT)
     if not isinstance(regex, bool):
         raise ToolRefused("Error: regex must be true or false.")
     if type(limit) is not int or not 1 <= limit <= SEARCH_MAX_LIMIT:
         raise ToolRefused(f"Error: limit must be an integer from 1 to {SEARCH_MAX_LIMIT}.")
-    store = tree.store
-    run: Callable[..., list[Any]] | None = getattr(store, "search", None)
-    if run is None:
-        raise ToolRefused(
-            f"Error: Search is not available here: {tree.root} is a plain directory, "
-            "not a memfs store; use the memory tool's view to look through it."
-        )
     try:
-        hits = run(query, tree.store_path(where), regex=regex, limit=limit)
+        if tree.store is None:
+            hits = search_directory(tree.root, query, where.rel, regex=regex, limit=limit)
+        else:
+            found = tree.store.search(query, tree.store_path(where), regex=regex, limit=limit)
+            hits = []
+            for hit in found:
+                model = tree.model_path(hit.path)
+                if model is not None:
+                    hits.append(SearchHit(model.rel, hit.score, hit.lines))
     except NotFound:
         raise ToolRefused(f"Error: The path {where.model} does not exist.") from None
-    lines: list[str] = []
-    for hit in hits:
-        model = tree.model_path(hit.path)
-        if model is None:
-            continue
-        lines.append(model.model)
-        lines.extend(f"  {number}: {text}" for number, text in hit.lines)
-    if not lines:
-        return _text(f"No file under {where.model} matches {query!r}.")
-    found = sum(1 for line in lines if not line.startswith("  "))
-    header = f"{found} file{'s' if found != 1 else ''} under {where.model} match {query!r}:"
-    return _text("\n".join([header, *lines]))
+    return _text(format_hits(hits, query, where.model))
 
 
 def _when(time_ns: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(time_ns / 1e9))
 
 
-def history(tree: MemoryTree, args: dict[str, Any]) -> types.CallToolResult:
+def history(tree: MemoryTree, args: dict[str, Any], author: str) -> types.CallToolResult:
     path = parse(_string(args, "path"))
     rev = args.get("rev")
+    restore = args.get("restore", False)
     if rev is not None and type(rev) is not int:
         raise ToolRefused("Error: rev must be an integer revision number from the history.")
+    if not isinstance(restore, bool) or (restore and rev is None):
+        raise ToolRefused("Error: restore must be true or false, and true needs a rev.")
     if tree.store is None:
         raise ToolRefused(
             f"Error: No history here: {tree.root} is a plain directory, not a memfs store; "
@@ -239,6 +243,11 @@ def history(tree: MemoryTree, args: dict[str, Any]) -> types.CallToolResult:
     if match is None:
         known = ", ".join(str(r.rev) for r in revisions[:10])
         raise ToolRefused(f"Error: {path.model} has no revision {rev}; its revisions: {known}.")
+    if restore:
+        entry = restore_file(tree.store, tree.store_path(path), rev, author=author)
+        return _text(
+            f"Restored {path.model} to revision {rev}; the file is now revision {entry.rev}."
+        )
     data = tree.store.read_revision(tree.store_path(path), rev)
     try:
         content = data.decode("utf-8")
@@ -248,15 +257,16 @@ def history(tree: MemoryTree, args: dict[str, Any]) -> types.CallToolResult:
     return _text(f"{header}\n{content}")
 
 
-def call(tree: MemoryTree, name: str, args: dict[str, Any]) -> types.CallToolResult:
-    """Run one tool; every failure the model can act on is an ``isError`` result."""
+def call(tree: MemoryTree, name: str, args: dict[str, Any], author: str) -> types.CallToolResult:
+    """Run one tool; every failure the model can act on is an ``isError`` result.
+    ``author`` names the client (``mcp:NAME``) for changes made on the store directly."""
     if name == MEMORY:
         return from_result(tree.handler.execute(args))
     try:
         if name == SEARCH:
             return search(tree, args)
         if name == HISTORY:
-            return history(tree, args)
+            return history(tree, args, f"{author} (pid {os.getpid()})")
     except ToolRefused as exc:
         return _text(str(exc), True)
     except NotFound:
