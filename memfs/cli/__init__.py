@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from memfs import __version__
-from memfs.cli import agent, history, mcp, mount, search, status, sync, tool
+from memfs.cli import agent, history, log, mcp, mount, restore, search, status, sync, tool
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +18,6 @@ def main() -> None:
     """memfs: one memory tree shared by people and Claude."""
 
 
-for module in (tool, mount, status, sync, agent, history, search, mcp):
+for module in (tool, mount, status, sync, agent, history, log, restore, search, mcp):
     for command in module.COMMANDS:
         main.add_command(command)

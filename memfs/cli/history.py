@@ -26,7 +26,10 @@ def local_time(time_ns: int) -> str:
 
 
 def format_revision(r: Revision) -> str:
-    return f"{r.rev}  {local_time(r.time_ns)}  {r.author}  {r.size}  {r.sha256[:12]}"
+    line = f"{r.rev}  {local_time(r.time_ns)}  {r.author}  {r.size}  {r.sha256[:12]}"
+    if r.redacted_by is not None:
+        line += f"  redacted by {r.redacted_by} at {local_time(r.redacted_ns or 0)}"
+    return line
 
 
 def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:

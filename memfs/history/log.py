@@ -67,19 +67,16 @@ def log(
     top: str = "",
     *,
     since_seq: int = 0,
-    since_ns: int | None = None,
     author: str | None = None,
     limit: int | None = None,
 ) -> Iterator[LogEntry]:
     """Changes touching ``top`` (a path or the whole tree), newest first: after change
-    ``since_seq`` and at or after ``since_ns``, by an author containing ``author``."""
+    ``since_seq``, by an author containing ``author``."""
     shown = 0
     until: int | None = None
     while limit is None or shown < limit:
         page = store.changes(since_seq, 1000, until=until, newest_first=True)
         for change in page:
-            if since_ns is not None and change.time_ns < since_ns:
-                return
             if not _touches(change, top) or (author is not None and author not in change.author):
                 continue
             yield LogEntry(

@@ -71,7 +71,8 @@ def unpack_blob(codec: int | None, stored: bytes | None) -> bytes:
 SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
 NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
 RECORD = (
-    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
+    " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)"
 )
 TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
 
@@ -257,8 +258,16 @@ class SqliteConnections:
         *,
         old_path: str | None = None,
         rev: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
     ) -> None:
-        db.execute(RECORD, (kind, path, old_path, author, now, rev))
+        # The content's hash stays in the feed when its revision row is pruned, so a
+        # restore can still find the bytes wherever another revision keeps them.
+        db.execute(
+            "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, path, old_path, author, now, rev, size, sha256),
+        )
 
     def close(self) -> None:
         with self._conns_lock:

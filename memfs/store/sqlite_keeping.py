@@ -165,7 +165,8 @@ class SqliteKeeping(SqliteHistory):
                 db.execute("PRAGMA secure_delete = OFF")
             # The blob's pages may still be in the WAL: copy it back (the freed pages
             # were zeroed) and truncate it, waiting up to busy_timeout for readers.
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not db.in_transaction:  # a batch's caller commits first
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
         return redacted

@@ -121,7 +121,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
                 ).lastrowid
                 assert entry_id is not None
                 db.execute(TOUCH, (now, now, parent_of(rel)))
-                self._record(db, "create", rel, author, now, rev=rev)
+                kind = "create"
             else:
                 entry_id, kind, current = row
                 if expected_rev == 0:
@@ -144,8 +144,9 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
                     "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
                     (len(data), now, now, rev, entry_id),
                 )
-                self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, rel, rev, data, author, now)
+                kind = "modify"
+            sha = self._add_revision(db, rel, rev, data, author, now)
+            self._record(db, kind, rel, author, now, rev=rev, size=len(data), sha256=sha)
             self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
@@ -281,10 +282,14 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
             db.execute("UPDATE entries SET ctime_ns = ? WHERE path = ?", (now, dst))
             db.execute(TOUCH, (now, now, parent_of(src)))
             db.execute(TOUCH, (now, now, parent_of(dst)))
-            last = None
+            last: tuple[int | None, int | None, str | None] = (None, None, None)
             for entry_id, path in moved:
                 last = self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
-            self._record(db, "rename", dst, author, now, old_path=src, rev=last)
+            # A file's rename carries its content; a directory's only its last arrival.
+            size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            self._record(
+                db, "rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha
+            )
             self._sweep(db, now)
 
     def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
@@ -375,8 +380,8 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
                 "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
                 (size, now, now, rev, entry_id),
             )
-            self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, rel, rev, data, author, now)
+            sha = self._add_revision(db, rel, rev, data, author, now)
+            self._record(db, "modify", rel, author, now, rev=rev, size=size, sha256=sha)
             self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
