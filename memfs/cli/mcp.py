@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.tool import secrets_option
 from memfs.errors import MemfsError, MountError
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024
@@ -69,6 +70,7 @@ def _say(message: str) -> None:
     show_default=True,
     help="Largest memory file a command may write, in bytes.",
 )
+@secrets_option
 @click.option("-v", "--verbose", is_flag=True, help="Log each request's problems to stderr.")
 def mcp(
     root: Path | None,
@@ -77,6 +79,7 @@ def mcp(
     token: str | None,
     create_overwrites: bool,
     max_file_bytes: int,
+    secrets: str,
     verbose: bool,
 ) -> None:
     """Serve the memory tree to MCP clients (Claude Desktop, Claude Code, ...).
@@ -117,7 +120,7 @@ def mcp(
         if choice is None:
             assert root is not None
             memory = tree.open_root(
-                root, overwrite=create_overwrites, max_file_bytes=max_file_bytes
+                root, overwrite=create_overwrites, max_file_bytes=max_file_bytes, secrets=secrets
             )
         else:
             memory = tree.open_store_tree(
@@ -125,6 +128,7 @@ def mcp(
                 overwrite=create_overwrites,
                 max_file_bytes=max_file_bytes,
                 on_note=_say,
+                secrets=secrets,
             )
     except MountError as exc:
         raise click.ClickException(

@@ -22,6 +22,7 @@ from pathlib import Path
 from memfs.errors import MemfsError, PathError
 from memfs.handler import MemoryHandler
 from memfs.paths import MemPath, parse_rel
+from memfs.secrets import DEFAULT_POLICY
 from memfs.store import open_store
 from memfs.store.base import Store
 
@@ -71,16 +72,18 @@ class MemoryTree:
         self.closers.clear()
 
 
-def _handler(root: Path, overwrite: bool, max_file_bytes: int) -> MemoryHandler:
-    return MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+def _handler(root: Path, overwrite: bool, max_file_bytes: int, secrets: str) -> MemoryHandler:
+    return MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes, secrets=secrets)
 
 
-def open_root(root: Path, *, overwrite: bool, max_file_bytes: int) -> MemoryTree:
+def open_root(
+    root: Path, *, overwrite: bool, max_file_bytes: int, secrets: str = DEFAULT_POLICY
+) -> MemoryTree:
     """The tree at directory ``root``: a plain directory, or a memfs mount (or a
     directory inside one), whose store is then opened too."""
     from memfs.mount import state
 
-    tree = MemoryTree(root, _handler(root, overwrite, max_file_bytes))
+    tree = MemoryTree(root, _handler(root, overwrite, max_file_bytes, secrets))
     record = state.lookup(root)
     if record is None:
         return tree
@@ -117,6 +120,7 @@ def open_store_tree(
     overwrite: bool,
     max_file_bytes: int,
     on_note: Callable[[str], None],
+    secrets: str = DEFAULT_POLICY,
 ) -> MemoryTree:
     """The tree of the store at ``store_url``, through a running mount of it or a mount
     of its own (unmounted by :meth:`MemoryTree.close`)."""
@@ -133,7 +137,8 @@ def open_store_tree(
             private = state.state_dir() / PRIVATE_MOUNTS / str(os.getpid())
             record = daemon.start(private, store_url, on_note=on_note)
             mountpoint = Path(record.mountpoint)
-        tree = MemoryTree(mountpoint, _handler(mountpoint, overwrite, max_file_bytes), store)
+        handler = _handler(mountpoint, overwrite, max_file_bytes, secrets)
+        tree = MemoryTree(mountpoint, handler, store)
     except BaseException:
         store.close()
         raise
