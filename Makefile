@@ -47,6 +47,7 @@ bench: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_mount.py
 	$(BIN)/python scripts/bench_sync.py
 	$(BIN)/python scripts/bench_store.py
+	$(BIN)/python scripts/bench_search.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
