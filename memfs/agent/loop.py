@@ -125,6 +125,7 @@ class AgentSession:
         context: ContextOptions | None = None,
         search_tool: bool = False,
         create_overwrites: bool = False,
+        secrets: str = "redact",
         stream: bool = True,
         store_url: str | None = None,
         watcher: Watcher | None = None,
@@ -149,7 +150,7 @@ class AgentSession:
         self.stream = stream
         self.max_iterations = max_iterations
         self.transcript = transcript
-        self.tool = MemoryTool(self.root, overwrite=create_overwrites)
+        self.tool = MemoryTool(self.root, overwrite=create_overwrites, secrets=secrets)
         tools: list[Any] = [self.tool]
         self._close_search = None
         if search_tool:

@@ -14,6 +14,7 @@ from typing import TextIO
 
 import click
 
+from memfs.cli.tool import secrets_option
 from memfs.errors import MemfsError
 
 EXIT_API = 1
@@ -154,6 +155,7 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
 @click.option("--search-tool", is_flag=True, help="Give Claude memory_search as a second tool.")
 @click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
 @click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
+@secrets_option
 @click.option("--no-stream", is_flag=True, help="Print each reply whole.")
 @click.option("-v", "--verbose", is_flag=True, help="Show memory operations on stderr.")
 def agent(
@@ -173,6 +175,7 @@ def agent(
     search_tool: bool,
     interactive: bool,
     create_overwrites: bool,
+    secrets: str,
     no_stream: bool,
     verbose: bool,
 ) -> None:
@@ -229,6 +232,7 @@ def agent(
             ),
             search_tool=search_tool,
             create_overwrites=create_overwrites,
+            secrets=secrets,
             stream=not no_stream,
             store_url=store_url,
             transcript=log,
