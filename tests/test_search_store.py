@@ -291,3 +291,21 @@ def test_a_writer_killed_mid_write_leaves_a_consistent_index(tmp_path: Path) -> 
         assert found == files  # every committed file, nothing else
         assert {f"w/{i}" for i in acknowledged} <= found
         assert [h.path for h in store.search("word17x")] == ["w/17"]
+
+
+def test_restores_keep_the_index_consistent(store: Store) -> None:
+    from memfs.history.restore import restore_file, restore_tree
+
+    first = store.write("r/a.md", b"orange first\n", author=A, parents=True)
+    store.write("r/b.md", b"pear first\n", author=A)
+    seq = store.last_seq()
+    store.write("r/a.md", b"orange second\n", author=A)
+    store.delete("r/b.md", author=A)
+    store.write("r/c.md", b"plum later\n", author=A)
+    restore_file(store, "r/a.md", first.rev, author=A)
+    _consistent(store)
+    assert _found(store, "first") == {"r/a.md"}
+    restore_tree(store, seq, "r", author=A)
+    _consistent(store)
+    assert _found(store, "first") == {"r/a.md", "r/b.md"}
+    assert _found(store, "plum") == set()

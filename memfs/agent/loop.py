@@ -262,6 +262,8 @@ class AgentSession:
         )
         for block in message.content:
             if block.type == "compaction":
+                # The usage counted what was summarised; what remains is the summary.
+                self._input_tokens = 0
                 self._warned = False  # a fresh start: the next approach is warned again
                 yield Compacted(len(block.content or ""))
 

@@ -159,10 +159,12 @@ class SqliteSearch(SqliteConnections):
                 if len(hits) == limit:
                     return hits
         # Files the index holds only part of, or not yet: read, ranked after the rest.
+        # CROSS JOIN keeps the few partial and stale rows as the outer loop: the planner
+        # would otherwise walk every entry.
         rest = db.execute(
-            "SELECT e.path FROM entries e JOIN search_docs d ON d.id = e.id"
-            f" WHERE d.kind = {PARTIAL} AND {_IN_SCOPE} UNION SELECT e.path FROM entries e"
-            f" JOIN search_stale s ON s.id = e.id WHERE {_IN_SCOPE} ORDER BY 1",
+            "SELECT e.path FROM search_docs d CROSS JOIN entries e ON e.id = d.id"
+            f" WHERE d.kind = {PARTIAL} AND {_IN_SCOPE} UNION SELECT e.path FROM"
+            f" search_stale s CROSS JOIN entries e ON e.id = s.id WHERE {_IN_SCOPE} ORDER BY 1",
             scope,
         ).fetchall()
         for (found,) in rest:
