@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MOUNTPOINT ?= memories
 # Debian packages: fuse3 gives fusermount3 and libfuse3, libfuse2 keeps the libfuse 2
-# path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive.
+# path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive;
+# ripgrep is a native baseline in scripts/bench_search.py.
 # The script decides what is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep
 
 .PHONY: test run stop status lint bench system-deps venv clean
 
@@ -46,6 +47,7 @@ bench: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_mount.py
 	$(BIN)/python scripts/bench_sync.py
 	$(BIN)/python scripts/bench_store.py
+	$(BIN)/python scripts/bench_search.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

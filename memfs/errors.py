@@ -22,9 +22,11 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │       ├── StoreFull       the disk (or the server) holding the store has no room
     │       ├── CorruptStore    the file is damaged or is not a memfs store
     │       └── UnknownScheme   no backend registered for the URL's scheme
+    ├── QueryError              a search query that is empty or not a valid regex
     ├── MountError              the daemon cannot mount, unmount or find a mount
     ├── SyncError               the mirror cannot start or go on
-    └── AgentError              the agent loop cannot start or go on
+    ├── AgentError              the agent loop cannot start or go on
+    └── McpError                the MCP server cannot start (address, port, options)
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class PathError(MemfsError):
 
 class PathTooLong(PathError):
     """Over the gate's length or depth limits (the mount answers ENAMETOOLONG)."""
+
+
+class QueryError(MemfsError, ValueError):
+    """A search query memfs cannot run; the message says why in one sentence."""
 
 
 class StoreError(MemfsError):
@@ -157,3 +163,7 @@ class SyncError(MemfsError):
 
 class AgentError(MemfsError):
     pass
+
+
+class McpError(MemfsError):
+    """The MCP server cannot start or serve as asked; the message says why in one line."""

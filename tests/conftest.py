@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.fixtures.sync",
     "tests.fixtures.bad_stores",
     "tests.fixtures.clock",
+    "tests.fixtures.mcp",
 ]
 
 

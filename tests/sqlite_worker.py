@@ -4,6 +4,8 @@ Run as ``python -m tests.sqlite_worker COMMAND DB ARGS...`` from the project roo
 
 - ``write DB PREFIX N``: write PREFIX/0 .. PREFIX/N-1, printing ``ok I REV SHA256``
   after each write has returned (committed); ``N`` of 0 means until killed.
+- ``words DB PREFIX N``: like ``write``, with text content (``text(PREFIX, I)``), for
+  the search index's tests.
 - ``bump DB PATH N``: N read-modify-write increments of the counter file PATH, retrying
   on Conflict, printing ``bumped K`` at the end.
 - ``follow DB SINCE N TIMEOUT``: poll ``changes(since=SINCE)`` until N ``create``
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+from collections.abc import Callable
 
 from memfs.errors import Conflict, NotFound, StoreFull
 from memfs.store import open_store
@@ -36,12 +39,18 @@ def blob(path: str, size: int) -> bytes:
     return (seed * (size // len(seed) + 1))[:size]
 
 
-def write(db: str, prefix: str, n: int) -> None:
+def text(prefix: str, i: int) -> bytes:
+    """Deterministic text of a few pages, with a word only file I holds."""
+    return f"kumquat word{i}x in {prefix}\n".encode() * (40 + (i % 7) * 40)
+
+
+def write(db: str, prefix: str, n: int, make: Callable[[str, int], bytes] | None = None) -> None:
+    make = content if make is None else make
     with open_store(db) as store:
         store.mkdir(prefix, author=prefix, exist_ok=True)
         i = 0
         while n == 0 or i < n:
-            data = content(prefix, i)
+            data = make(prefix, i)
             entry = store.write(f"{prefix}/{i}", data, author=prefix)
             print(f"ok {i} {entry.rev} {hashlib.sha256(data).hexdigest()}", flush=True)
             i += 1
@@ -106,6 +115,8 @@ def main(argv: list[str]) -> int:
     command, db, *args = argv
     if command == "write":
         write(db, args[0], int(args[1]))
+    elif command == "words":
+        write(db, args[0], int(args[1]), text)
     elif command == "bump":
         bump(db, args[0], int(args[1]))
     elif command == "follow":

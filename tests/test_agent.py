@@ -202,8 +202,15 @@ def test_context_management_is_sent_with_its_beta(model_server: ModelServer, roo
     list(run_agent("Hi.", root, client=model_server.client(), context_management=True))
     first, second = model_server.requests
     assert first.body["context_management"] == CONTEXT_MANAGEMENT
+    # Memory results are cleared like any other: the model can read the files again.
     assert first.body["context_management"] == {
-        "edits": [{"type": "clear_tool_uses_20250919", "exclude_tools": ["memory"]}]
+        "edits": [
+            {
+                "type": "clear_tool_uses_20250919",
+                "trigger": {"type": "input_tokens", "value": 100_000},
+                "keep": {"type": "tool_uses", "value": 3},
+            }
+        ]
     }
     for request in (first, second):
         assert CONTEXT_MANAGEMENT_BETA in request.betas

@@ -6,10 +6,22 @@ works; :class:`AgentSession` keeps one conversation across prompts (``memfs agen
 
 from __future__ import annotations
 
-from memfs.agent.events import AgentEvent, Done, MessageDone, NoticeAdded, TextDelta, ToolCall
+from memfs.agent.context import (
+    COMPACTION_BETA,
+    CONTEXT_MANAGEMENT_BETA,
+    ContextOptions,
+)
+from memfs.agent.events import (
+    AgentEvent,
+    Compacted,
+    Done,
+    MessageDone,
+    NoticeAdded,
+    TextDelta,
+    ToolCall,
+)
 from memfs.agent.loop import (
     CONTEXT_MANAGEMENT,
-    CONTEXT_MANAGEMENT_BETA,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
     MISSING_KEY,
@@ -22,6 +34,7 @@ from memfs.agent.loop import (
 from memfs.agent.transcript import Transcript
 
 __all__ = [
+    "COMPACTION_BETA",
     "CONTEXT_MANAGEMENT",
     "CONTEXT_MANAGEMENT_BETA",
     "DEFAULT_MAX_TOKENS",
@@ -29,6 +42,8 @@ __all__ = [
     "MISSING_KEY",
     "AgentEvent",
     "AgentSession",
+    "Compacted",
+    "ContextOptions",
     "Done",
     "MessageDone",
     "NoticeAdded",

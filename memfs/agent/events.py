@@ -32,6 +32,7 @@ class ToolCall:
     input: dict[str, Any]
     content: str
     is_error: bool
+    tool: str = "memory"
 
     @property
     def command(self) -> str:
@@ -49,6 +50,17 @@ class ToolCall:
     @property
     def summary(self) -> str:
         """``memory view /memories ok``: one compact line for a person."""
+        if self.tool != "memory":
+            query = self.input.get("query")
+            shown = repr(query) if isinstance(query, str) else ""
+            where = self.path
+            parts = [
+                self.tool,
+                shown,
+                f"in {where}" if where else "",
+                "error" if self.is_error else "ok",
+            ]
+            return " ".join(part for part in parts if part)
         target = self.path
         if self.command == "rename" and isinstance(self.input.get("new_path"), str):
             target = f"{target} -> {self.input['new_path']}"
@@ -73,4 +85,11 @@ class Done:
     max_iterations_reached: bool = False
 
 
-AgentEvent = TextDelta | MessageDone | ToolCall | NoticeAdded | Done
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The API summarised the conversation (a ``compaction`` block opened the reply)."""
+
+    summary_chars: int
+
+
+AgentEvent = TextDelta | MessageDone | ToolCall | NoticeAdded | Compacted | Done

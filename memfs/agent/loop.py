@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 from anthropic.types.beta import BetaMessage
 
-from memfs.agent.events import AgentEvent, Done, MessageDone, NoticeAdded, TextDelta, ToolCall
+from memfs.agent.context import WARN_AT, ContextOptions, betas_for, compaction_warning
+from memfs.agent.events import (
+    AgentEvent,
+    Compacted,
+    Done,
+    MessageDone,
+    NoticeAdded,
+    TextDelta,
+    ToolCall,
+)
 from memfs.agent.transcript import Transcript
 from memfs.errors import AgentError, MemfsError
 from memfs.notices import ChangeFeed, Notice, SnapshotWatcher, Watcher, format_notices
@@ -40,12 +49,8 @@ if TYPE_CHECKING:
 # 30 November 2026, per the SDK's deprecation table).
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 4096
-CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
-# Clears old tool results client-side as the context grows; memory results are kept,
-# since they are what the model consults to stay on track.
-CONTEXT_MANAGEMENT: dict[str, Any] = {
-    "edits": [{"type": "clear_tool_uses_20250919", "exclude_tools": ["memory"]}]
-}
+# What context_management=True sends: old tool results cleared, memory results too.
+CONTEXT_MANAGEMENT: dict[str, Any] = dict(ContextOptions(clear=True).edits() or {})
 
 
 def watcher_for(root: Path, store_url: str | None = None) -> Watcher:
@@ -132,6 +137,8 @@ class AgentSession:
         system: str | None = None,
         max_iterations: int | None = None,
         context_management: bool | dict[str, Any] = False,
+        context: ContextOptions | None = None,
+        search_tool: bool = False,
         create_overwrites: bool = False,
         secrets: str = "redact",
         stream: bool = True,
@@ -166,7 +173,22 @@ class AgentSession:
             store=None if self.backing is None else self.backing.store,
             store_prefix="" if self.backing is None else self.backing.prefix,
         )
+        tools: list[Any] = [self.tool]
+        self._close_search = None
+        if search_tool:
+            from memfs.agent.search_tool import SearchTool, searcher_for
+
+            try:
+                search, self._close_search = searcher_for(self.root, store_url)
+            except MemfsError as exc:
+                raise AgentError(f"cannot search the memory at {self.root}: {exc}") from exc
+            tools.append(SearchTool(search))
         self.watcher = watcher if watcher is not None else watcher_for(self.root, store_url)
+        if context is None:
+            context = ContextOptions(clear=context_management is True)
+        self.context = context
+        self._input_tokens = 0  # of the last reply: how full the context is
+        self._warned = False  # told Claude that a compaction is near, since the last one
         self._pending: list[dict[str, Any]] = []  # new messages of the next request
         self._carried: list[Notice] = []  # seen when no next turn could carry them
         self._asked = False
@@ -174,21 +196,21 @@ class AgentSession:
         params: dict[str, Any] = {}
         if system:
             params["system"] = system
-        if context_management:
-            edits = CONTEXT_MANAGEMENT if context_management is True else context_management
+        edits = context_management if isinstance(context_management, dict) else context.edits()
+        if edits:
             params["context_management"] = edits
-            params["betas"] = [CONTEXT_MANAGEMENT_BETA]
+            params["betas"] = betas_for(edits)
         self.thread = self.client.beta.messages.thread(
             model=model,
             max_tokens=max_tokens,
-            tools=[self.tool],
+            tools=tools,
             # A server that cannot thread a request gets the full history instead.
             unsupported_request_behavior="continue_unthreaded",
             **params,
         )
         if transcript is not None:
-            tools = [self.tool.to_dict()]
-            transcript.write("session", model=model, max_tokens=max_tokens, tools=tools, **params)
+            shown = [tool.to_dict() for tool in tools]
+            transcript.write("session", model=model, max_tokens=max_tokens, tools=shown, **params)
 
     def ask(self, prompt: str) -> Iterator[AgentEvent]:
         """Send ``prompt`` and run the tool loop until the model stops; yields what happens.
@@ -237,6 +259,7 @@ class AgentSession:
                             yield TextDelta(block.text)
                 turns += 1
                 self._log_turn(last)
+                yield from self._watch_context(last)
                 text = "".join(b.text for b in last.content if b.type == "text")
                 yield MessageDone(last.id, last.stop_reason, text)
                 if last.stop_reason == "tool_use":
@@ -251,6 +274,30 @@ class AgentSession:
             and last.stop_reason == "tool_use"
         )
         yield Done(last.stop_reason if last else None, turns, reached)
+
+    def _watch_context(self, message: BetaMessage) -> Iterator[AgentEvent]:
+        usage = message.usage
+        self._input_tokens = (
+            usage.input_tokens
+            + (usage.cache_creation_input_tokens or 0)
+            + (usage.cache_read_input_tokens or 0)
+        )
+        for block in message.content:
+            if block.type == "compaction":
+                # The usage counted what was summarised; what remains is the summary.
+                self._input_tokens = 0
+                self._warned = False  # a fresh start: the next approach is warned again
+                yield Compacted(len(block.content or ""))
+
+    def _context_note(self) -> str:
+        """The compaction warning, once per approach to the trigger; else empty."""
+        if not self.context.compaction or self._warned:
+            return ""
+        trigger = self.context.compaction_trigger
+        if self._input_tokens < WARN_AT * trigger:
+            return ""
+        self._warned = True
+        return compaction_warning(self._input_tokens, trigger)
 
     def _tools_and_notice(
         self, runner: Runner, message: BetaMessage, *, add_notice: bool
@@ -271,11 +318,14 @@ class AgentSession:
             content = result.get("content", "")
             if not isinstance(content, str):
                 content = "".join(part.get("text", "") for part in content)
-            yield ToolCall(block.id, dict(block.input), content, bool(result.get("is_error")))
+            error = bool(result.get("is_error"))
+            yield ToolCall(block.id, dict(block.input), content, error, block.name)
+        note = self._context_note() if add_notice else ""
         if not add_notice:
             self._carried.extend(notices)
-        elif notices:
-            text = format_notices(notices)
+        if note or (add_notice and notices):
+            parts = [format_notices(notices)] if notices and add_notice else []
+            text = "\n\n".join([*parts, note] if note else parts)
             notice = {"role": "user", "content": [{"type": "text", "text": text}]}
             # Staged on the thread; the runner puts the tool results right before it.
             self.thread.append(notice)
@@ -292,6 +342,8 @@ class AgentSession:
         self.watcher.close()
         if self.backing is not None:
             self.backing.close()
+        if self._close_search is not None:
+            self._close_search()
         if self.transcript is not None:
             self.transcript.close()
 

@@ -34,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "redact": "restore",
     "secrets": "secrets",
     "expire": "expire",
+    "search": "search",
+    "mcp": "mcp",
 }
 
 

@@ -59,7 +59,7 @@ class _Renderer:
             self.at_line_start = True
 
     def render(self, event: object) -> None:
-        from memfs.agent import Done, MessageDone, NoticeAdded, TextDelta, ToolCall
+        from memfs.agent import Compacted, Done, MessageDone, NoticeAdded, TextDelta, ToolCall
 
         if isinstance(event, TextDelta):
             self._text(event.text)
@@ -68,6 +68,9 @@ class _Renderer:
         elif isinstance(event, ToolCall):
             if self.show_operations:
                 click.echo(event.summary, err=True)
+        elif isinstance(event, Compacted):
+            if self.show_operations:
+                click.echo("context compacted: the API summarised the conversation", err=True)
         elif isinstance(event, NoticeAdded):
             if self.show_operations:
                 click.echo(f"notice: {event.text}", err=True)
@@ -121,7 +124,35 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the whole exchange to this file as JSON lines.",
 )
-@click.option("--context-management", is_flag=True, help="Use the API's context editing.")
+@click.option(
+    "--context-management",
+    is_flag=True,
+    help="Clear old tool results (memory ones too) as the context grows.",
+)
+@click.option(
+    "--clear-at",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="With --context-management: clear once a prompt passes TOKENS (default 100000).",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="With --context-management: keep the newest N tool uses (default 3).",
+)
+@click.option(
+    "--compaction",
+    is_flag=True,
+    help="Let the API summarise the conversation as it fills; Claude is told first.",
+)
+@click.option(
+    "--compact-at",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="With --compaction: summarise once a prompt passes TOKENS (default 150000).",
+)
+@click.option("--search-tool", is_flag=True, help="Give Claude memory_search as a second tool.")
 @click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
 @click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
 @secrets_option
@@ -137,6 +168,11 @@ def agent(
     max_iterations: int | None,
     transcript: Path | None,
     context_management: bool,
+    clear_at: int | None,
+    keep: int | None,
+    compaction: bool,
+    compact_at: int | None,
+    search_tool: bool,
     interactive: bool,
     create_overwrites: bool,
     secrets: str,
@@ -155,10 +191,15 @@ def agent(
         DEFAULT_MODEL,
         MISSING_KEY,
         AgentSession,
+        ContextOptions,
         Transcript,
         has_credentials,
     )
 
+    if (clear_at is not None or keep is not None) and not context_management:
+        _die("--clear-at and --keep need --context-management", EXIT_SETUP)
+    if compact_at is not None and not compaction:
+        _die("--compact-at needs --compaction", EXIT_SETUP)
     if not interactive and (prompt is None or not prompt.strip()):
         _die("give a PROMPT, or use -i for an interactive session", EXIT_SETUP)
     client = anthropic.Anthropic()
@@ -182,7 +223,14 @@ def agent(
             max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
             system=system,
             max_iterations=max_iterations,
-            context_management=context_management,
+            context=ContextOptions(
+                clear=context_management,
+                clear_at=clear_at,
+                keep=keep,
+                compaction=compaction,
+                compact_at=compact_at,
+            ),
+            search_tool=search_tool,
             create_overwrites=create_overwrites,
             secrets=secrets,
             stream=not no_stream,

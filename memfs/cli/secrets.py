@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import _require_existing, resolve
+from memfs.cli.history import require_existing, resolve
 from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
 from memfs.secrets import Finding, mask, scan
 from memfs.store.base import Store
@@ -199,7 +199,7 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
         raise click.ClickException(str(exc)) from exc
     tally = Tally()
     try:
-        _require_existing(choice)
+        require_existing(choice)
         with open_store(choice.url) as store:
             rows = []
             for row in scan_store(store, rel, with_history, tally):

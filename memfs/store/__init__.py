@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 from memfs.errors import StoreUnavailable, UnknownScheme
-from memfs.store.base import Change, Entry, Revision, Store, Usage
+from memfs.store.base import Change, Entry, Revision, SearchHit, Store, Usage
 
 __all__ = [
     "STORE_ENV",
@@ -27,6 +27,7 @@ __all__ = [
     "Entry",
     "Opener",
     "Revision",
+    "SearchHit",
     "Store",
     "Usage",
     "default_url",

@@ -99,6 +99,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal
 
+from memfs.errors import NotFound
+
 EntryKind = Literal["file", "dir", "symlink"]
 ChangeKind = Literal["create", "modify", "delete", "rename", "mkdir", "rmdir", "attr", "symlink"]
 
@@ -178,6 +180,18 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One file a search found: its store-relative ``path``, a ``score`` (higher is a
+    better match; comparable only within one result list) and its matching ``lines`` as
+    ``(line number from 1, text cut to about 200 characters)``, at most 10 of them.
+    What a query means: :mod:`memfs.store.matching`."""
+
+    path: str
+    score: float
+    lines: list[tuple[int, str]]
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     files: int
     dirs: int
@@ -226,6 +240,50 @@ class Store(abc.ABC):
             depth = max(depth, suffix.count("/"))
             nbytes = max(nbytes, len(suffix.encode("utf-8", "surrogateescape")))
         return depth, nbytes
+
+    # --- searching -----------------------------------------------------------------
+    def search(
+        self, query: str, path: str = "", *, regex: bool = False, limit: int = 20
+    ) -> list[SearchHit]:
+        """The files at or below ``path`` whose text matches ``query``, best first, at
+        most ``limit`` of them (see :mod:`memfs.store.matching` for what matches).
+
+        QueryError (a ValueError) for an empty query or a bad regular expression;
+        NotFound if nothing is at ``path``. This default reads every file; a backend
+        with an index overrides it and must find exactly the same files.
+        """
+        from memfs.store.matching import average, decode_text, parse_query
+
+        parsed = parse_query(query, regex=regex)
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        top = self.stat(path)
+        files = [top] if top.is_file else [e for e in self.walk(path) if e.is_file]
+        found: list[tuple[str, str, list[tuple[int, str]]]] = []
+        for entry in files:
+            try:
+                data, _ = self.read(entry.path)
+            except NotFound:
+                continue  # deleted while searching
+            text = decode_text(data)
+            lines = None if text is None else parsed.matching_lines(text)
+            if text is not None and lines:
+                found.append((entry.path, text, lines))
+        mean = average([len(text) for _, text, _ in found])
+        hits = [SearchHit(p, parsed.score(text, mean), lines) for p, text, lines in found]
+        hits.sort(key=lambda h: (-h.score, h.path))
+        return hits[:limit]
+
+    def search_index_pending(self) -> int:
+        """How many files a search index still has to take in before searches use it
+        (0: none, or no index). A door with a person watching builds it first with
+        :meth:`build_search_index` to show progress; :meth:`search` builds it anyway."""
+        return 0
+
+    def build_search_index(self, progress: Callable[[int], None] | None = None) -> None:
+        """Bring the search index up to date, calling ``progress(n)`` as each batch of
+        ``n`` files is indexed. Nothing to do for a backend without an index."""
+        return None
 
     # --- writing -----------------------------------------------------------------
     @abc.abstractmethod

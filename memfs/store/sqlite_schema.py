@@ -218,8 +218,37 @@ def _v4(db: sqlite3.Connection) -> None:
     )
 
 
+def _v5(db: sqlite3.Connection) -> None:
+    # The full-text index (memfs.store.sqlite_search).
+    # Every existing file is listed stale: the first search (or `memfs search`, with a
+    # progress bar) indexes them, not this migration, which holds the write lock.
+    db.execute("CREATE VIRTUAL TABLE search_text USING fts5(body, tokenize = 'trigram')")
+    db.execute(
+        "CREATE TABLE search_docs (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL,"
+        " kind INTEGER NOT NULL)"
+    )
+    db.execute("CREATE INDEX search_docs_partial ON search_docs (id) WHERE kind = 1")
+    db.execute("CREATE TABLE search_stale (id INTEGER PRIMARY KEY)")
+    db.execute("INSERT INTO search_stale (id) SELECT id FROM entries WHERE kind = 'file'")
+    # A revision with content the index does not hold for the file at its path makes the
+    # file stale, whoever wrote it; the writer's _index() takes it off again. A rename's
+    # arrival keeps the content, and the file (keyed by entries.id) stays indexed.
+    db.execute(
+        "CREATE TRIGGER search_revision AFTER INSERT ON revisions BEGIN"
+        " INSERT OR IGNORE INTO search_stale (id) SELECT e.id FROM entries e"
+        " WHERE e.path = NEW.path AND e.kind = 'file' AND NOT EXISTS (SELECT 1 FROM"
+        " search_docs d WHERE d.id = e.id AND d.sha256 = NEW.sha256); END"
+    )
+    db.execute(
+        "CREATE TRIGGER search_entry_gone AFTER DELETE ON entries WHEN OLD.kind = 'file' BEGIN"
+        " DELETE FROM search_text WHERE rowid = OLD.id;"
+        " DELETE FROM search_docs WHERE id = OLD.id;"
+        " DELETE FROM search_stale WHERE id = OLD.id; END"
+    )
+
+
 # MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FileState = Literal["new", "empty", "ours"]

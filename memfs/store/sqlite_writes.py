@@ -35,9 +35,10 @@ from memfs.store.sqlite_conn import (
     unpack_blob,
 )
 from memfs.store.sqlite_keeping import SqliteKeeping
+from memfs.store.sqlite_search import SqliteSearch
 
 
-class SqliteWrites(SqliteKeeping):
+class SqliteWrites(SqliteSearch, SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -146,6 +147,7 @@ class SqliteWrites(SqliteKeeping):
                 kind = "modify"
             sha = self._add_revision(db, rel, rev, data, author, now)
             self._record(db, kind, rel, author, now, rev=rev, size=len(data), sha256=sha)
+            self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
@@ -380,6 +382,7 @@ class SqliteWrites(SqliteKeeping):
             )
             sha = self._add_revision(db, rel, rev, data, author, now)
             self._record(db, "modify", rel, author, now, rev=rev, size=size, sha256=sha)
+            self._index(db, entry_id, rel, rev, data)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
