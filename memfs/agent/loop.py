@@ -41,6 +41,8 @@ from memfs.program import command
 if TYPE_CHECKING:
     from anthropic.lib.tools import BetaStreamingToolRunner, BetaToolRunner
 
+    from memfs.backing import Backing
+
     Runner = BetaToolRunner[Any] | BetaStreamingToolRunner[Any]
 
 # Claude Sonnet 5.5: the SDK's newest Sonnet (claude-sonnet-4-5 reaches end of life on
@@ -78,6 +80,19 @@ def watcher_for(root: Path, store_url: str | None = None) -> Watcher:
                 f"cannot open the store {store_url} for change notices: {exc}"
             ) from exc
     return ChangeFeed(store, root=subdir, exclude=os.getpid(), close_store=True)
+
+
+def _backing(root: Path, store_url: str | None) -> Backing | None:
+    """The store behind ``root``, for the tool's caps and use records (None: a plain
+    directory, or a mount whose store cannot be opened: the tool works without)."""
+    from memfs.backing import store_behind
+
+    try:
+        return store_behind(root, store_url)
+    except MemfsError as exc:
+        if store_url is not None:
+            raise AgentError(f"cannot open the store {store_url}: {exc}") from exc
+        return None
 
 
 MISSING_KEY = "ANTHROPIC_API_KEY is not set; export it (export ANTHROPIC_API_KEY=...) and run again"
@@ -150,7 +165,14 @@ class AgentSession:
         self.stream = stream
         self.max_iterations = max_iterations
         self.transcript = transcript
-        self.tool = MemoryTool(self.root, overwrite=create_overwrites, secrets=secrets)
+        self.backing = _backing(self.root, store_url)
+        self.tool = MemoryTool(
+            self.root,
+            overwrite=create_overwrites,
+            secrets=secrets,
+            store=None if self.backing is None else self.backing.store,
+            store_prefix="" if self.backing is None else self.backing.prefix,
+        )
         tools: list[Any] = [self.tool]
         self._close_search = None
         if search_tool:
@@ -320,6 +342,8 @@ class AgentSession:
         self.watcher.close()
         if self._close_search is not None:
             self._close_search()
+        if self.backing is not None:
+            self.backing.close()
         if self.transcript is not None:
             self.transcript.close()
 

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "restore",
     "redact": "restore",
     "secrets": "secrets",
+    "expire": "expire",
     "search": "search",
 }
 
