@@ -340,10 +340,10 @@ class AgentSession:
 
     def close(self) -> None:
         self.watcher.close()
-        if self.backing is not None:
-            self.backing.close()
         if self._close_search is not None:
             self._close_search()
+        if self.backing is not None:
+            self.backing.close()
         if self.transcript is not None:
             self.transcript.close()
 

@@ -55,7 +55,7 @@ def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
     return choice, parse_rel(path.strip("/")).rel
 
 
-def require_existing(choice: StoreChoice) -> None:
+def _require_existing(choice: StoreChoice) -> None:
     """Refuse to create a store just to show that it has no history."""
     from memfs.store.sqlite_options import path_from_url
 
@@ -85,7 +85,7 @@ def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        require_existing(choice)
+        _require_existing(choice)
         with open_store(choice.url) as store:
             yield store, rel, choice
     except StoreUnavailable as exc:
@@ -120,7 +120,7 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        require_existing(choice)
+        _require_existing(choice)
         with open_store(choice.url) as store:
             if show_rev is not None:
                 data = store.read_revision(rel, show_rev)
@@ -137,4 +137,4 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
 
 COMMANDS = [history]
 
-__all__ = ["COMMANDS", "format_revision", "local_time", "require_existing", "resolve", "target"]
+__all__ = ["COMMANDS", "format_revision", "local_time", "resolve", "target"]
