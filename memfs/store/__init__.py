@@ -105,3 +105,13 @@ def _open_sqlite(url: str, options: Mapping[str, object]) -> Store:
 
 
 register("sqlite", _open_sqlite)
+
+
+def _open_postgres(url: str, options: Mapping[str, object]) -> Store:
+    from memfs.store.postgres import open_postgres
+
+    return open_postgres(url, options)
+
+
+register("postgresql", _open_postgres)
+register("postgres", _open_postgres)
