@@ -28,6 +28,7 @@ _CHANGES = (
 class PgFeed(PgWrites):
     """``changes``, ``last_seq`` and ``wait_for_changes`` for the PostgreSQL store."""
 
+    pushes_changes = True
     _listener: psycopg.Connection | None = None
     _listener_lock: threading.Lock
 
