@@ -9,12 +9,14 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │   └── PathTooLong         ... because a name, the path or its depth is over a limit
     ├── StoreError              anything a store refuses or cannot do
     │   ├── NotFound            no entry at that path
+    │   │   └── Redacted        ... the revision asked for was redacted (its content is gone)
     │   ├── AlreadyExists       an entry is in the way (create, mkdir, rename)
     │   ├── NotADirectory       a file where a directory is needed
     │   ├── IsADirectory        a directory where a file is needed
     │   ├── DirectoryNotEmpty   a non-recursive delete of a non-empty directory
     │   ├── Conflict            a write's expected revision is no longer current
     │   ├── TooLarge            a file over the configured size cap
+    │   ├── CapExceeded         the tree would pass max_tree_bytes or max_files
     │   ├── InvalidMove         a directory moved into itself, or the root moved
     │   └── StoreUnavailable    the store cannot be opened or used
     │       ├── StoreFull       the disk (or the server) holding the store has no room
@@ -56,6 +58,16 @@ class NotFound(StoreError):
     pass
 
 
+class Redacted(NotFound):
+    """The revision's content was removed for good; ``by`` and ``time_ns`` say by whom
+    and when (the record of the revision itself stays)."""
+
+    def __init__(self, message: str, *, path: str = "", by: str = "", time_ns: int = 0) -> None:
+        super().__init__(message, path=path)
+        self.by = by
+        self.time_ns = time_ns
+
+
 class AlreadyExists(StoreError):
     pass
 
@@ -78,6 +90,20 @@ class Conflict(StoreError):
 
 class TooLarge(StoreError):
     pass
+
+
+class CapExceeded(StoreError):
+    """A mutation would take the tree past one of the store's caps, so nothing changed.
+
+    ``cap`` is the option's name (``max_tree_bytes`` or ``max_files``), ``limit`` its
+    value and ``would`` what the tree would have held. The mount answers EDQUOT.
+    """
+
+    def __init__(self, message: str, *, path: str = "", cap: str, limit: int, would: int) -> None:
+        super().__init__(message, path=path)
+        self.cap = cap
+        self.limit = limit
+        self.would = would
 
 
 class InvalidMove(StoreError):

@@ -121,8 +121,11 @@ def test_a_schema_1_store_migrates_with_every_revision_readable(tmp_path: Path) 
     db = tmp_path / "old.db"
     _schema_1_store(db)
     with open_store(db) as store:
-        assert count(db, "PRAGMA user_version") == schema.SCHEMA_VERSION == 3
+        assert count(db, "PRAGMA user_version") == schema.SCHEMA_VERSION == 4
         _check_migrated(store)
+        # Schema 4's counters start from what the tree held.
+        files = [e for e in store.walk() if e.is_file]
+        assert (store.usage().files, store.usage().bytes) == (2, sum(e.size for e in files))
         assert blobs(db) == 3  # "a2" is stored once for both files
         assert store.write("b.md", b"b2", author=A, expected_rev=5).rev == 6
     with open_store(db) as store:  # and it opens again without migrating

@@ -33,7 +33,11 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
    so a follower learns every path that vanished; a rename appends one ``rename`` record
    (``path`` the new name, ``old_path`` the old) for the moved entry, whose whole
    subtree moved with it, and a destination it replaced is implied, not recorded.
-   A refused mutation appends nothing.
+   A refused mutation appends nothing. A change that made file revisions carries the
+   newest one as ``rev`` (a rename: the last arrival revision it made, or None when no
+   file moved) and, while that revision is retained, its ``size`` and ``sha256``; so
+   every revision number belongs to exactly one change, and "the tree at revision R"
+   means the tree after the change that made R.
 6. **History belongs to paths.** Every revision records the path it was made at, and
    ``history(path)`` returns the retained revisions made at that path, newest first,
    whatever file they belonged to, so no save pattern loses a file's history:
@@ -59,7 +63,21 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
      previous ones. Retention is decided when reading, so what ``history`` shows never
      depends on when a backend physically removes rows (lazily, in bounded batches).
 
-7. **Symlinks are data.** A symlink is stored with its target text and never resolved by
+7. **Caps.** ``max_file_bytes`` bounds one file (TooLarge); ``max_tree_bytes`` and
+   ``max_files`` (None: no cap) bound the sum of all file sizes and the number of files
+   (directories and symlinks are not counted). A mutation that would take the tree past
+   a cap raises :class:`~memfs.errors.CapExceeded` and changes nothing; one that leaves
+   an over-cap tree no larger (a cap lowered below what is there) goes through.
+   :meth:`Store.usage` reads maintained counters, so doors may check it per call.
+
+8. **Checkpoints, redaction, last use.** A checkpoint names a change ``seq``: the tree
+   as it was after that change, reconstructed from the feed and the retained revisions.
+   ``redact`` removes a revision's content for good and keeps the revision's record,
+   marked with who redacted it and when. Every file records its last use: its newest
+   revision's time, or a later :meth:`Store.mark_used` (a read by the model); this is
+   housekeeping, not a mutation of the tree, and appends no change.
+
+9. **Symlinks are data.** A symlink is stored with its target text and never resolved by
    the store; it exists so that tools that make them (emacs lock files, git probes) work
    on the mount. ``read``, ``truncate``, ``history`` and ``read_revision`` of a symlink
    raise NotFound; ``write`` onto one raises AlreadyExists.
@@ -77,6 +95,7 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -128,6 +147,18 @@ class Revision:
     time_ns: int
     size: int
     sha256: str
+    redacted_by: str | None = None  # set once the content was redacted (read_revision: Redacted)
+    redacted_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A named point in the store's change feed: the tree after change ``seq``."""
+
+    name: str
+    seq: int
+    time_ns: int
+    author: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +172,9 @@ class Change:
     time_ns: int
     old_path: str | None = None
     rev: int | None = None
+    # Of revision ``rev`` of ``path`` while it is retained (create, modify, rename).
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +192,9 @@ class Store(abc.ABC):
     # The largest file content ``write`` and ``truncate`` accept (None: no cap). Doors
     # that acknowledge before they commit (the mount) refuse past it up front.
     max_file_bytes: int | None = None
+    # Caps on the whole tree (invariant 7); None: no cap.
+    max_tree_bytes: int | None = None
+    max_files: int | None = None
 
     # --- reading -----------------------------------------------------------------
     @abc.abstractmethod
@@ -294,12 +331,48 @@ class Store(abc.ABC):
         is no longer retained."""
 
     @abc.abstractmethod
-    def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
-        """Change records with ``seq > since``, oldest first."""
+    def changes(
+        self,
+        since: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Change]:
+        """Change records with ``since < seq <= until`` (no upper bound for None),
+        oldest first, or newest first with ``newest_first`` (``limit`` counts in that
+        order)."""
 
     @abc.abstractmethod
     def last_seq(self) -> int:
         """The highest committed change sequence number (0 for a new store)."""
+
+    @abc.abstractmethod
+    def read_blob(self, sha256: str) -> bytes:
+        """The content with this SHA-256 while any retained revision holds it (a
+        restore puts back content by hash, whatever path it was made at); NotFound
+        otherwise."""
+
+    @abc.abstractmethod
+    def redact(self, path: str, rev: int, *, author: str) -> list[Revision]:
+        """Remove for good the content of revision ``rev`` of ``path`` and of every
+        retained revision sharing it (the same secret, arrived elsewhere by rename or
+        written again); return those revisions, marked redacted. NotFound if ``rev`` is
+        not retained at ``path``; Conflict if the content is a live file's current
+        content (change or delete the file first). Redacting again changes nothing."""
+
+    @abc.abstractmethod
+    def set_checkpoint(self, name: str, *, author: str, seq: int | None = None) -> Checkpoint:
+        """Name the tree after change ``seq`` (default: the last one); AlreadyExists
+        for a name in use, NotFound for a seq past the last."""
+
+    @abc.abstractmethod
+    def checkpoints(self) -> list[Checkpoint]:
+        """Every checkpoint, oldest first."""
+
+    @abc.abstractmethod
+    def delete_checkpoint(self, name: str) -> None:
+        """Forget checkpoint ``name`` (NotFound if there is none); history stays."""
 
     # True when :meth:`wait_for_changes` returns as soon as any process commits a change
     # (PostgreSQL: LISTEN/NOTIFY); False when it can only poll, and a follower with a poll
@@ -322,7 +395,26 @@ class Store(abc.ABC):
     # --- housekeeping --------------------------------------------------------------------
     @abc.abstractmethod
     def usage(self) -> Usage:
-        """How many files and directories the tree holds and their total size."""
+        """How many files and directories the tree holds and their total size (cheap:
+        doors check caps with it)."""
+
+    @abc.abstractmethod
+    def mark_used(self, paths: list[str]) -> None:
+        """Record that the model read these files now (invariant 8); paths that are
+        not files are ignored. Cheap when repeated: a use less than an hour after the
+        recorded one writes nothing."""
+
+    @abc.abstractmethod
+    def unused(self, before_ns: int) -> list[Entry]:
+        """Live files whose last use is before ``before_ns``, by path."""
+
+    @abc.abstractmethod
+    def batch(self) -> AbstractContextManager[None]:
+        """Make every mutation this thread calls inside the ``with`` block one
+        transaction: all of them or none, and other readers see the tree before or
+        after. A mutation that raises inside leaves nothing and the batch may go on;
+        an exception leaving the block undoes the whole batch. Batches nest (the inner
+        joins the outer)."""
 
     def defer_maintenance(self) -> None:
         """Promise to call :meth:`maintain` about once a second from now on.

@@ -41,6 +41,7 @@ from memfs.store.sqlite_conn import (
     translate,
     unpack_blob,
 )
+from memfs.store.sqlite_history import REDACTED
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_writes import SqliteWrites
 
@@ -61,6 +62,8 @@ class SqliteStore(SqliteWrites, Store):
         # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
         self.url = "sqlite://" + quote(str(path), safe="/")
         self.max_file_bytes = self.options.max_file_bytes
+        self.max_tree_bytes = self.options.max_tree_bytes
+        self.max_files = self.options.max_files
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -121,20 +124,32 @@ class SqliteStore(SqliteWrites, Store):
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
 
-    def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
+    def changes(
+        self,
+        since: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Change]:
+        order = "DESC" if newest_first else ""
         try:
             rows = (
                 self._db()
                 .execute(
-                    "SELECT seq, kind, path, author, time_ns, old_path, rev FROM changes"
-                    " WHERE seq > ? ORDER BY seq LIMIT ?",
-                    (since, -1 if limit is None else limit),
+                    "SELECT c.seq, c.kind, c.path, c.author, c.time_ns, c.old_path, c.rev,"
+                    " r.size, r.sha256 FROM changes c LEFT JOIN revisions r"
+                    " ON r.path = c.path AND r.rev = c.rev"
+                    f" WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq {order} LIMIT ?",
+                    (since, _MAX_SEQ if until is None else until, -1 if limit is None else limit),
                 )
                 .fetchall()
             )
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return [Change(*row) for row in rows]
+        return [
+            Change(*row[:-1], row[-1].removeprefix(REDACTED) if row[-1] else None) for row in rows
+        ]
 
     def last_seq(self) -> int:
         try:
@@ -146,15 +161,16 @@ class SqliteStore(SqliteWrites, Store):
     # --- housekeeping ------------------------------------------------------------------------
     def usage(self) -> Usage:
         try:
-            files, dirs, total = (
+            values = dict(
                 self._db()
                 .execute(
-                    "SELECT count(*) FILTER (WHERE kind = 'file'),"
-                    " count(*) FILTER (WHERE kind = 'dir' AND path != ''),"
-                    " coalesce(sum(size) FILTER (WHERE kind = 'file'), 0) FROM entries"
+                    "SELECT name, value FROM counters WHERE name IN ('files', 'dirs', 'bytes')"
                 )
-                .fetchone()
+                .fetchall()
             )
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return Usage(files=files, dirs=dirs, bytes=total)
+        return Usage(files=values["files"], dirs=values["dirs"], bytes=values["bytes"])
+
+
+_MAX_SEQ = 2**63 - 1

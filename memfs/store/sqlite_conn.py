@@ -194,23 +194,41 @@ class SqliteConnections:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One mutation: its own ``BEGIN IMMEDIATE`` transaction, or inside a
+        :meth:`batch` a savepoint, so a mutation that fails leaves nothing there too."""
         db = self._db()
+        depth: int = getattr(self._local, "batch_depth", 0)
+        name = f"m{depth}"
         try:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute(f"SAVEPOINT {name}" if depth else "BEGIN IMMEDIATE")
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
+        self._local.batch_depth = depth + 1
         try:
             yield db
-            db.execute("COMMIT")
+            db.execute(f"RELEASE {name}" if depth else "COMMIT")
         except BaseException as e:
             try:
-                if db.in_transaction:
+                if depth:
+                    db.execute(f"ROLLBACK TO {name}")
+                    db.execute(f"RELEASE {name}")
+                elif db.in_transaction:
                     db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # the connection is gone (closed store); so is the transaction
             if isinstance(e, sqlite3.Error):
                 raise translate(e, self.path) from e
             raise
+        finally:
+            self._local.batch_depth = depth
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._tx():
+            yield
+
+    def _counter(self, db: sqlite3.Connection, name: str) -> int:
+        return int(db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
 
     def _next_rev(self, db: sqlite3.Connection) -> int:
         return int(db.execute(NEXT_REV).fetchone()[0])

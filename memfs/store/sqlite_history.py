@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from memfs.errors import NotFound
+from memfs.errors import NotFound, Redacted
 from memfs.store.base import Entry, Revision
 from memfs.store.sqlite_conn import STAT, SqliteConnections, need_file, pack_blob, unpack_blob
 from memfs.store.sqlite_schema import translate
@@ -43,9 +43,11 @@ _PRUNE_LIVE = (
     " WHERE path = :p ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
 )
 _HISTORY = (
-    "SELECT rev, author, time_ns, size, sha256 FROM revisions WHERE path = ?"
-    " ORDER BY rev DESC LIMIT ?"
+    "SELECT rev, author, time_ns, size, sha256, redacted_by, redacted_ns FROM revisions"
+    " WHERE path = ? ORDER BY rev DESC LIMIT ?"
 )
+# A redacted revision's stored hash carries this prefix: it no longer names a blob.
+REDACTED = "redacted:"
 
 
 class SqliteHistory(SqliteConnections):
@@ -94,8 +96,9 @@ class SqliteHistory(SqliteConnections):
 
     def _arrive(
         self, db: sqlite3.Connection, entry_id: int, old: str, path: str, author: str, now: int
-    ) -> None:
-        """Record the file ``entry_id``, moved from ``old`` to ``path``, as arriving there."""
+    ) -> int:
+        """Record the file ``entry_id``, moved from ``old`` to ``path``, as arriving there;
+        the arrival's revision number."""
         size, sha = db.execute(
             "SELECT r.size, r.sha256 FROM entries e JOIN revisions r ON r.path = ?"
             " AND r.rev = e.rev WHERE e.id = ?",
@@ -105,6 +108,7 @@ class SqliteHistory(SqliteConnections):
         rev = self._next_rev(db)
         db.execute("UPDATE entries SET rev = ? WHERE id = ?", (rev, entry_id))
         self._add_row(db, path, rev, author, now, size, sha)
+        return rev
 
     def _tombstone(
         self, db: sqlite3.Connection, paths: list[str], now: int, *, moved: bool
@@ -174,40 +178,75 @@ class SqliteHistory(SqliteConnections):
         trimmed = gone[1] is None or gone[1] <= now
         return 1 if trimmed else -1
 
+    def _history_rows(
+        self, db: sqlite3.Connection, path: str, limit: int | None = None
+    ) -> list[Revision]:
+        visible = self._visible(db, path)
+        if limit is not None:
+            visible = limit if visible < 0 else min(visible, limit)
+        rows = db.execute(_HISTORY, (path, visible)).fetchall()
+        return [self._revision(path, row) for row in rows]
+
+    @staticmethod
+    def _revision(path: str, row: tuple) -> Revision:  # type: ignore[type-arg]
+        rev, author, time_ns, size, sha, redacted_by, redacted_ns = row
+        return Revision(
+            path, rev, author, time_ns, size, sha.removeprefix(REDACTED), redacted_by, redacted_ns
+        )
+
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
         db = self._db()
         try:
             db.execute("BEGIN")
             try:
-                visible = self._visible(db, path)
-                if limit is not None:
-                    visible = limit if visible < 0 else min(visible, limit)
-                rows = db.execute(_HISTORY, (path, visible)).fetchall()
+                return self._history_rows(db, path, limit)
             finally:
                 db.execute("COMMIT")
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return [Revision(path, *row) for row in rows]
 
     def read_revision(self, path: str, rev: int) -> bytes:
         db = self._db()
         try:
             db.execute("BEGIN")
             try:
-                visible = self._visible(db, path)
-                row = db.execute(
-                    "SELECT r.rev, b.codec, b.content FROM revisions r JOIN blob_refs br"
-                    " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
-                    " WHERE r.path = ? AND r.rev = ?",
-                    (path, rev),
-                ).fetchone()
-                if row is not None and visible == 1:
-                    newest = db.execute(_HISTORY, (path, 1)).fetchone()[0]
-                    row = row if newest == rev else None
+                found = next((r for r in self._history_rows(db, path) if r.rev == rev), None)
+                row = None
+                if found is not None and found.redacted_by is None:
+                    row = db.execute(
+                        "SELECT b.codec, b.content FROM revisions r JOIN blob_refs br"
+                        " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
+                        " WHERE r.path = ? AND r.rev = ?",
+                        (path, rev),
+                    ).fetchone()
             finally:
                 db.execute("COMMIT")
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
+        if found is not None and found.redacted_by is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found.redacted_by}",
+                path=path,
+                by=found.redacted_by,
+                time_ns=found.redacted_ns or 0,
+            )
         if row is None:
             raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
-        return unpack_blob(row[1], row[2])
+        return unpack_blob(row[0], row[1])
+
+    def read_blob(self, sha256: str) -> bytes:
+        try:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b"
+                    " ON b.id = br.blob_id WHERE br.sha256 = ? AND br.refs > 0",
+                    (sha256,),
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+        if row is None:
+            raise NotFound(f"no retained revision has the content {sha256[:12]}")
+        return unpack_blob(row[0], row[1])

@@ -17,6 +17,8 @@ Options (URL query or keyword arguments to ``open_store``):
   0 keeps only the current content);
 - ``deleted_history_days``: how long the last revision of a path that no longer
   exists stays readable (default 30; 0 keeps none);
+- ``max_tree_bytes``, ``max_files``: caps on the whole tree's file bytes and file count
+  (default: none) -> CapExceeded;
 - ``busy_timeout``: seconds a writer waits for another process's lock (default 5);
 - ``synchronous``: ``normal`` (default: commits survive a killed process) or ``full``
   (commits survive a power loss too, at the price of an fsync per write).
@@ -45,6 +47,8 @@ class SqliteOptions:
     deleted_history_days: int = DEFAULT_DELETED_HISTORY_DAYS
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     synchronous: str = "normal"
+    max_tree_bytes: int | None = None
+    max_files: int | None = None
 
 
 def path_from_url(url: str) -> Path:
@@ -91,7 +95,15 @@ def _seconds(name: str, value: object) -> float:
 
 def parse_options(options: Mapping[str, object]) -> SqliteOptions:
     """Validate ``options`` (strings from a URL query or typed keyword values)."""
-    known = {"max_file_bytes", "history", "deleted_history_days", "busy_timeout", "synchronous"}
+    known = {
+        "max_file_bytes",
+        "max_tree_bytes",
+        "max_files",
+        "history",
+        "deleted_history_days",
+        "busy_timeout",
+        "synchronous",
+    }
     unknown = sorted(set(options) - known)
     if unknown:
         raise StoreUnavailable(
@@ -100,6 +112,9 @@ def parse_options(options: Mapping[str, object]) -> SqliteOptions:
     values: dict[str, object] = {}
     if "max_file_bytes" in options:
         values["max_file_bytes"] = _whole("max_file_bytes", options["max_file_bytes"], 1)
+    for cap in ("max_tree_bytes", "max_files"):
+        if cap in options and options[cap] not in (None, "", "none"):
+            values[cap] = _whole(cap, options[cap], 1)
     if "history" in options:
         values["history"] = _whole("history", options["history"], 0)
     if "deleted_history_days" in options:

@@ -167,8 +167,51 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE blobs ADD COLUMN codec INTEGER NOT NULL DEFAULT 0")
 
 
+def _v4(db: sqlite3.Connection) -> None:
+    # Caps are checked on every mutation, so the tree's totals are counters kept by
+    # triggers (every statement that adds, removes or resizes a file passes them)
+    # rather than a scan of entries per write.
+    files, dirs, total = db.execute(
+        "SELECT count(*) FILTER (WHERE kind = 'file'),"
+        " count(*) FILTER (WHERE kind = 'dir' AND path != ''),"
+        " coalesce(sum(size) FILTER (WHERE kind = 'file'), 0) FROM entries"
+    ).fetchone()
+    db.executemany(
+        "INSERT INTO counters (name, value) VALUES (?, ?)",
+        [("files", files), ("dirs", dirs), ("bytes", total)],
+    )
+    db.execute(
+        "CREATE TRIGGER entry_added AFTER INSERT ON entries BEGIN"
+        " UPDATE counters SET value = value + 1 WHERE name = 'files' AND NEW.kind = 'file';"
+        " UPDATE counters SET value = value + 1 WHERE name = 'dirs' AND NEW.kind = 'dir';"
+        " UPDATE counters SET value = value + NEW.size"
+        " WHERE name = 'bytes' AND NEW.kind = 'file'; END"
+    )
+    db.execute(
+        "CREATE TRIGGER entry_removed AFTER DELETE ON entries BEGIN"
+        " UPDATE counters SET value = value - 1 WHERE name = 'files' AND OLD.kind = 'file';"
+        " UPDATE counters SET value = value - 1 WHERE name = 'dirs' AND OLD.kind = 'dir';"
+        " UPDATE counters SET value = value - OLD.size"
+        " WHERE name = 'bytes' AND OLD.kind = 'file'; END"
+    )
+    db.execute(
+        "CREATE TRIGGER entry_resized AFTER UPDATE OF size ON entries"
+        " WHEN NEW.kind = 'file' AND NEW.size != OLD.size BEGIN"
+        " UPDATE counters SET value = value + NEW.size - OLD.size WHERE name = 'bytes'; END"
+    )
+    # The model's last read of a file (NULL: never); its last write is its current
+    # revision's time, so writes pay nothing for expiry.
+    db.execute("ALTER TABLE entries ADD COLUMN used_ns INTEGER")
+    db.execute("ALTER TABLE revisions ADD COLUMN redacted_by TEXT")
+    db.execute("ALTER TABLE revisions ADD COLUMN redacted_ns INTEGER")
+    db.execute(
+        "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, seq INTEGER NOT NULL,"
+        " time_ns INTEGER NOT NULL, author TEXT NOT NULL) WITHOUT ROWID"
+    )
+
+
 # MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FileState = Literal["new", "empty", "ours"]

@@ -34,10 +34,10 @@ from memfs.store.sqlite_conn import (
     subtree_extent,
     unpack_blob,
 )
-from memfs.store.sqlite_history import SqliteHistory
+from memfs.store.sqlite_keeping import SqliteKeeping
 
 
-class SqliteWrites(SqliteHistory):
+class SqliteWrites(SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -108,6 +108,7 @@ class SqliteWrites(SqliteHistory):
                         " longer exists",
                         path=rel,
                     )
+                self._check_caps(db, rel, len(data), 1)
                 self._ensure_parent(db, rel, author, now, parents)
                 self._revive(db, rel, now)
                 rev = self._next_rev(db)
@@ -135,6 +136,8 @@ class SqliteWrites(SqliteHistory):
                         f"'{rel}' changed: expected revision {expected_rev}, current is {current}",
                         path=rel,
                     )
+                old_size = db.execute("SELECT size FROM entries WHERE id = ?", (entry_id,))
+                self._check_caps(db, rel, len(data) - old_size.fetchone()[0], 0)
                 rev = self._next_rev(db)
                 db.execute(
                     "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
@@ -276,9 +279,10 @@ class SqliteWrites(SqliteHistory):
             db.execute("UPDATE entries SET ctime_ns = ? WHERE path = ?", (now, dst))
             db.execute(TOUCH, (now, now, parent_of(src)))
             db.execute(TOUCH, (now, now, parent_of(dst)))
+            last = None
             for entry_id, path in moved:
-                self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
-            self._record(db, "rename", dst, author, now, old_path=src)
+                last = self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
+            self._record(db, "rename", dst, author, now, old_path=src, rev=last)
             self._sweep(db, now)
 
     def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
@@ -360,6 +364,7 @@ class SqliteWrites(SqliteHistory):
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
             need_file(Entry(*row[:-2]))
+            self._check_caps(db, rel, size - row[2], 0)
             old = unpack_blob(row[-2], row[-1])
             data = old[:size] + b"\x00" * (size - len(old))
             entry_id = db.execute(LOOKUP, (rel,)).fetchone()[0]

@@ -2,8 +2,8 @@
 
 A backend's test module subclasses :class:`StoreContract` and supplies one fixture,
 ``make_store``: a callable taking backend options (at least ``history``,
-``deleted_history_days`` and ``max_file_bytes``) and returning a new, empty store that
-the fixture closes at the end.
+``deleted_history_days``, ``max_file_bytes``, ``max_tree_bytes`` and ``max_files``) and
+returning a new, empty store that the fixture closes at the end.
 Example (tests/test_store_contract_sqlite.py)::
 
     class TestSqliteContract(StoreContract):
@@ -19,13 +19,14 @@ from memfs.store.base import Store
 from tests.store_contract.common import A, MakeStore, tree
 from tests.store_contract.feed import FeedContract
 from tests.store_contract.history import HistoryContract
+from tests.store_contract.keeping import KeepingContract
 from tests.store_contract.model import ModelContract
 from tests.store_contract.tree import TreeContract
 
 __all__ = ["A", "MakeStore", "StoreContract", "tree"]
 
 
-class StoreContract(TreeContract, FeedContract, HistoryContract, ModelContract):
+class StoreContract(TreeContract, FeedContract, HistoryContract, KeepingContract, ModelContract):
     @pytest.fixture
     def make_store(self) -> MakeStore:
         raise NotImplementedError("a backend's test module supplies make_store")
