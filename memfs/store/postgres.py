@@ -51,6 +51,8 @@ class PostgresStore(PgFeed, Store):
         super().__init__(options)
         self.url = options.url
         self.max_file_bytes = options.max_file_bytes
+        self.max_tree_bytes = options.max_tree_bytes
+        self.max_files = options.max_files
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"

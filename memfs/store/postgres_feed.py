@@ -18,11 +18,9 @@ import psycopg
 
 from memfs.store.base import Change
 from memfs.store.postgres_writes import PgWrites
+from memfs.store.sqlite_history import REDACTED
 
-_CHANGES = (
-    "SELECT seq, kind, path, author, time_ns, old_path, rev FROM memfs.changes"
-    " WHERE tree = %s AND seq > %s ORDER BY seq LIMIT %s"
-)
+_MAX_SEQ = 2**63 - 1
 
 
 class PgFeed(PgWrites):
@@ -32,10 +30,26 @@ class PgFeed(PgWrites):
     _listener: psycopg.Connection | None = None
     _listener_lock: threading.Lock
 
-    def changes(self, since: int = 0, limit: int | None = None) -> list[Change]:
+    def changes(
+        self,
+        since: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Change]:
+        order = "DESC" if newest_first else ""
         with self._conn() as db:
-            rows = db.execute(_CHANGES, (self.tree, since, limit)).fetchall()
-        return [Change(*row) for row in rows]
+            rows = db.execute(
+                "SELECT c.seq, c.kind, c.path, c.author, c.time_ns, c.old_path, c.rev, r.size,"
+                " r.sha256 FROM memfs.changes c LEFT JOIN memfs.revisions r ON r.tree = c.tree"
+                " AND r.path = c.path AND r.rev = c.rev WHERE c.tree = %s AND c.seq > %s"
+                f" AND c.seq <= %s ORDER BY c.seq {order} LIMIT %s",
+                (self.tree, since, _MAX_SEQ if until is None else until, limit),
+            ).fetchall()
+        return [
+            Change(*row[:-1], row[-1].removeprefix(REDACTED) if row[-1] else None) for row in rows
+        ]
 
     def last_seq(self) -> int:
         # The tree row's counter is only moved by committed mutations (it is written in

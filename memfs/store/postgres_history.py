@@ -13,11 +13,11 @@ import hashlib
 
 import psycopg
 
-from memfs.errors import NotFound
+from memfs.errors import NotFound, Redacted
 from memfs.store.base import Entry, Revision
 from memfs.store.postgres_conn import PgConnections, Tx
 from memfs.store.sqlite_conn import need_file
-from memfs.store.sqlite_history import DAY_NS, MOVED_GRACE_NS, SWEEP_ROWS
+from memfs.store.sqlite_history import DAY_NS, MOVED_GRACE_NS, REDACTED, SWEEP_ROWS
 
 COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
 STAT = f"SELECT {COLS} FROM memfs.entries WHERE tree = %s AND path = %s"
@@ -27,8 +27,9 @@ _PRUNE_LIVE = (
     " FROM memfs.revisions WHERE tree = %(t)s AND path = %(p)s ORDER BY rev DESC LIMIT 1"
     " OFFSET %(keep)s)"
 )
+REV_COLS = "rev, author, time_ns, size, sha256, redacted_by, redacted_ns"
 _HISTORY = (
-    "SELECT rev, author, time_ns, size, sha256 FROM memfs.revisions WHERE tree = %s"
+    f"SELECT {REV_COLS} FROM memfs.revisions WHERE tree = %s"
     " AND path = %s ORDER BY rev DESC LIMIT %s"
 )
 
@@ -64,8 +65,9 @@ class PgHistory(PgConnections):
         )
         tx.db.execute(_PRUNE_LIVE, {"t": self.tree, "p": path, "keep": self.options.history})
 
-    def _arrive(self, tx: Tx, old: str, path: str, author: str, now: int) -> None:
-        """Record the file now at ``path``, moved there from ``old``, as arriving."""
+    def _arrive(self, tx: Tx, old: str, path: str, author: str, now: int) -> int:
+        """Record the file now at ``path``, moved there from ``old``, as arriving; the
+        arrival's revision number."""
         row = tx.db.execute(
             "SELECT r.size, r.sha256 FROM memfs.entries e JOIN memfs.revisions r"
             " ON r.tree = e.tree AND r.path = %s AND r.rev = e.rev"
@@ -80,6 +82,7 @@ class PgHistory(PgConnections):
             (rev, self.tree, path),
         )
         self._add_row(tx, path, rev, author, now, row[0], row[1])
+        return rev
 
     def _tombstone(self, tx: Tx, paths: list[str], now: int, *, moved: bool) -> None:
         if not paths:
@@ -159,28 +162,54 @@ class PgHistory(PgConnections):
         trimmed = gone[1] is None or gone[1] <= now
         return 1 if trimmed else -1
 
+    def _history_rows(
+        self, db: psycopg.Connection, path: str, limit: int | None = None
+    ) -> list[Revision]:
+        visible = self._visible(db, path)
+        if limit is not None:
+            visible = limit if visible < 0 else min(visible, limit)
+        rows = db.execute(_HISTORY, (self.tree, path, None if visible < 0 else visible))
+        return [revision(path, row) for row in rows.fetchall()]
+
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
         with self._read() as db:
-            visible = self._visible(db, path)
-            if limit is not None:
-                visible = limit if visible < 0 else min(visible, limit)
-            rows = db.execute(
-                _HISTORY, (self.tree, path, None if visible < 0 else visible)
-            ).fetchall()
-        return [Revision(path, *row) for row in rows]
+            return self._history_rows(db, path, limit)
 
     def read_revision(self, path: str, rev: int) -> bytes:
         with self._read() as db:
-            visible = self._visible(db, path)
-            row = db.execute(
-                "SELECT r.rev, b.content FROM memfs.revisions r JOIN memfs.blobs b"
-                " ON b.tree = r.tree AND b.sha256 = r.sha256"
-                " WHERE r.tree = %s AND r.path = %s AND r.rev = %s",
-                (self.tree, path, rev),
-            ).fetchone()
-            if row is not None and visible == 1:
-                newest = db.execute(_HISTORY, (self.tree, path, 1)).fetchone()
-                row = row if newest is not None and newest[0] == rev else None
+            found = next((r for r in self._history_rows(db, path) if r.rev == rev), None)
+            row = None
+            if found is not None and found.redacted_by is None:
+                row = db.execute(
+                    "SELECT b.content FROM memfs.revisions r JOIN memfs.blobs b"
+                    " ON b.tree = r.tree AND b.sha256 = r.sha256"
+                    " WHERE r.tree = %s AND r.path = %s AND r.rev = %s",
+                    (self.tree, path, rev),
+                ).fetchone()
+        if found is not None and found.redacted_by is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found.redacted_by}",
+                path=path,
+                by=found.redacted_by,
+                time_ns=found.redacted_ns or 0,
+            )
         if row is None:
             raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
-        return bytes(row[1])
+        return bytes(row[0])
+
+    def read_blob(self, sha256: str) -> bytes:
+        with self._conn() as db:
+            row = db.execute(
+                "SELECT content FROM memfs.blobs WHERE tree = %s AND sha256 = %s",
+                (self.tree, sha256),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no retained revision has the content {sha256[:12]}")
+        return bytes(row[0])
+
+
+def revision(path: str, row: tuple) -> Revision:  # type: ignore[type-arg]
+    rev, author, time_ns, size, sha, redacted_by, redacted_ns = row
+    return Revision(
+        path, rev, author, time_ns, size, sha.removeprefix(REDACTED), redacted_by, redacted_ns
+    )

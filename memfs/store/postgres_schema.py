@@ -163,8 +163,26 @@ def _v1(db: psycopg.Connection) -> None:
         )
 
 
+def _v2(db: psycopg.Connection) -> None:
+    # Last use (the model's reads; writes are the current revision's time), redaction
+    # marks on revisions, and named points of each tree's feed.
+    db.execute("ALTER TABLE memfs.entries ADD COLUMN used_ns bigint")
+    db.execute("ALTER TABLE memfs.revisions ADD COLUMN redacted_by text")
+    db.execute("ALTER TABLE memfs.revisions ADD COLUMN redacted_ns bigint")
+    db.execute(
+        """CREATE TABLE memfs.checkpoints (
+            tree integer NOT NULL REFERENCES memfs.trees (id) ON DELETE CASCADE,
+            name text NOT NULL,
+            seq bigint NOT NULL,
+            time_ns bigint NOT NULL,
+            author text NOT NULL,
+            PRIMARY KEY (tree, name)
+        )"""
+    )
+
+
 # MIGRATIONS[i] takes a database from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1]
+MIGRATIONS: list[Migration] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

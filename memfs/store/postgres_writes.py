@@ -22,10 +22,11 @@ from memfs.errors import (
 from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.postgres_conn import Tx
-from memfs.store.postgres_history import STAT, PgHistory
+from memfs.store.postgres_history import STAT
+from memfs.store.postgres_keeping import PgKeeping
 from memfs.store.sqlite_conn import need_file, parent_of
 
-LOOKUP = "SELECT kind, rev FROM memfs.entries WHERE tree = %s AND path = %s"
+LOOKUP = "SELECT kind, rev, size FROM memfs.entries WHERE tree = %s AND path = %s"
 TOUCH = "UPDATE memfs.entries SET mtime_ns = %s, ctime_ns = %s WHERE tree = %s AND path = %s"
 # Descendants of P are the paths in [P/, P0) in byte order (COLLATE "C").
 SUBTREE = "tree = %(t)s AND (path = %(p)s OR (path >= %(p)s || '/' AND path < %(p)s || '0'))"
@@ -36,7 +37,7 @@ READ_CONTENT = (
 )
 
 
-class PgWrites(PgHistory):
+class PgWrites(PgKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.postgres.PostgresStore`."""
 
     def _valid(self, path: str, *, what: str = "path") -> str:
@@ -50,9 +51,10 @@ class PgWrites(PgHistory):
         assert row is not None
         return Entry(*row)
 
-    def _lookup(self, tx: Tx, path: str) -> tuple[str, int] | None:
+    def _lookup(self, tx: Tx, path: str) -> tuple[str, int, int] | None:
+        """``(kind, rev, size)`` of the entry at ``path``, or None."""
         row = tx.db.execute(LOOKUP, (self.tree, path)).fetchone()
-        return None if row is None else (row[0], int(row[1]))
+        return None if row is None else (row[0], int(row[1]), int(row[2]))
 
     def _ensure_parent(self, tx: Tx, path: str, author: str, now: int, parents: bool) -> None:
         missing: list[str] = []
@@ -112,6 +114,7 @@ class PgWrites(PgHistory):
                         " longer exists",
                         path=rel,
                     )
+                self._check_caps(tx, rel, len(data), 1)
                 self._ensure_parent(tx, rel, author, now, parents)
                 self._revive(tx, rel, now)
                 rev = tx.next_rev()
@@ -124,7 +127,7 @@ class PgWrites(PgHistory):
                 tx.db.execute(TOUCH, (now, now, self.tree, parent_of(rel)))
                 tx.record("create", rel, author, now, rev=rev)
             else:
-                kind, current = found
+                kind, current, old_size = found
                 if expected_rev == 0:
                     raise AlreadyExists(f"'{rel}' already exists", path=rel)
                 if kind == "dir":
@@ -138,6 +141,7 @@ class PgWrites(PgHistory):
                         f"'{rel}' changed: expected revision {expected_rev}, current is {current}",
                         path=rel,
                     )
+                self._check_caps(tx, rel, len(data) - old_size, 0)
                 rev = tx.next_rev()
                 tx.db.execute(
                     "UPDATE memfs.entries SET size = %s, mtime_ns = %s, ctime_ns = %s, rev = %s"
@@ -284,9 +288,10 @@ class PgWrites(PgHistory):
             )
             tx.db.execute(TOUCH, (now, now, self.tree, parent_of(src)))
             tx.db.execute(TOUCH, (now, now, self.tree, parent_of(dst)))
+            last = None
             for path in moved:
-                self._arrive(tx, path, dst + path[len(src) :], author, now)
-            tx.record("rename", dst, author, now, old_path=src)
+                last = self._arrive(tx, path, dst + path[len(src) :], author, now)
+            tx.record("rename", dst, author, now, old_path=src, rev=last)
             self._sweep(tx, now)
 
     def _check_reach(self, tx: Tx, src: str, dst: str) -> None:
@@ -363,6 +368,7 @@ class PgWrites(PgHistory):
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
             need_file(Entry(*row))
+            self._check_caps(tx, rel, size - int(row[2]), 0)
             content = tx.db.execute(READ_CONTENT, (self.tree, rel)).fetchone()
             old = bytes(content[0]) if content else b""
             data = old[:size] + b"\x00" * (size - len(old))
