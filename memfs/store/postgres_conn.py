@@ -31,7 +31,7 @@ from psycopg import errors as pg_errors
 from memfs.errors import StoreError, StoreFull, StoreUnavailable
 from memfs.store import postgres_schema as schema
 from memfs.store.base import ChangeKind
-from memfs.store.postgres_url import PgOptions, connect_error
+from memfs.store.postgres_url import PgOptions, connect_error, user_of
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,13 @@ class PgConnections:
     def _translate(self, e: psycopg.Error, db: psycopg.Connection | None = None) -> StoreError:
         if isinstance(e, pg_errors.DiskFull | pg_errors.OutOfMemory):
             return StoreFull(f"the PostgreSQL server at {self.options.where} is out of room: {e}")
+        if isinstance(e, pg_errors.InsufficientPrivilege):
+            return StoreUnavailable(
+                f"PostgreSQL at {self.options.where} refused role"
+                f" {user_of(self.options.conninfo)!r}: {' '.join(str(e).split())[:160]}",
+                remedy="have the owner of the memfs schema grant it (README: one server for"
+                " a team)",
+            )
         if isinstance(e, psycopg.OperationalError) or (db is not None and db.broken):
             if db is not None:
                 db.close()
