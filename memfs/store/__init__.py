@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -28,9 +29,11 @@ __all__ = [
     "Opener",
     "Revision",
     "Store",
+    "TreeInfo",
     "Usage",
     "default_url",
     "known_schemes",
+    "list_trees",
     "open_store",
     "register",
 ]
@@ -95,6 +98,29 @@ def open_store(url: str | os.PathLike[str] | None = None, **options: object) -> 
         known = ", ".join(f"{s}://" for s in known_schemes())
         raise UnknownScheme(f"no store backend for {scheme}:// URLs (known: {known})")
     return opener(base, {**query, **options})
+
+
+@dataclass(frozen=True, slots=True)
+class TreeInfo:
+    """One memory tree a store URL's database holds."""
+
+    name: str
+    url: str  # opens this tree
+    usage: Usage
+    last_seq: int
+
+
+def list_trees(url: str | os.PathLike[str] | None = None) -> list[TreeInfo]:
+    """Every tree the database named by ``url`` holds, by name. A server database holds
+    any number (``?tree=NAME`` picks one); a file store is one tree, ``default``."""
+    url = default_url() if url is None else os.fspath(url)
+    scheme, base, query = _split(url.strip())
+    if scheme in ("postgresql", "postgres"):
+        from memfs.store.postgres_trees import list_trees as pg_trees
+
+        return [TreeInfo(n, u, usage, seq) for n, u, usage, seq, _ in pg_trees(base, query)]
+    with open_store(url) as store:
+        return [TreeInfo("default", store.url, store.usage(), store.last_seq())]
 
 
 def _open_sqlite(url: str, options: Mapping[str, object]) -> Store:
