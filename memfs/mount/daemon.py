@@ -191,6 +191,8 @@ def serve_here(
                 unsaved=health.unsaved,
                 errors=health.errors,
                 recovery_dir=health.recovery_dir,
+                store_problem=health.store_problem,
+                store_down_since=health.store_down_since,
             )
             if up.is_set():
                 state.write(current[0])

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from memfs.errors import StoreError
+from memfs.errors import StoreError, StoreUnavailable
 from memfs.store.base import Change, Store
 
 log = logging.getLogger(__name__)
@@ -94,12 +94,15 @@ class ChangeFollower(threading.Thread):
         own: OwnChanges,
         on_foreign: Callable[[Iterable[Change]], None],
         interval: float,
+        on_store: Callable[[str | None], None] | None = None,
     ) -> None:
         super().__init__(name="memfs-feed", daemon=True)
         self.store = store
         self.own = own
         self.on_foreign = on_foreign
         self.interval = interval
+        # Told the reason when the store stops answering, None when it answers again.
+        self.on_store = on_store or (lambda problem: None)
         self.cursor = store.last_seq()
         self._halt = threading.Event()
         self.polls = 0
@@ -143,13 +146,16 @@ class ChangeFollower(threading.Thread):
                     maintained = time.monotonic()
                     self.store.maintain()
                 if failures:
-                    log.warning("memfs: the change feed is readable again")
+                    log.warning("memfs: the store answers again; following its changes")
+                    self.on_store(None)
                 failures = 0
             except StoreError as e:
                 # A busy or briefly unavailable store must not end the follower: caches
                 # would then go stale for good. Log once per failure streak.
                 if failures == 0:
                     log.warning("memfs: cannot read the change feed: %s (retrying)", e)
+                    if isinstance(e, StoreUnavailable):
+                        self.on_store(str(e))
                 failures += 1
                 # Not a tight loop while a server is down (a wait then fails at once).
                 if self._halt.wait(max(self.interval, PUSH_WAIT)):
