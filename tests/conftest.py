@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.fixtures.sync",
     "tests.fixtures.bad_stores",
     "tests.fixtures.postgres",
+    "tests.fixtures.clock",
 ]
 
 
