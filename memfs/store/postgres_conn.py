@@ -61,9 +61,11 @@ class Tx:
         *,
         old_path: str | None = None,
         rev: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
     ) -> None:
         self.seq += 1
-        self.records.append((self.seq, kind, path, old_path, author, now, rev))
+        self.records.append((self.seq, kind, path, old_path, author, now, rev, size, sha256))
 
 
 class PgConnections:
@@ -220,9 +222,24 @@ class PgConnections:
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """Every mutation this thread makes inside is one transaction (nested: joins)."""
-        with self._tx():
-            yield
+        """Every mutation this thread makes inside is one transaction (nested: joins),
+        all at the clock's time when it began unless the clock is replaced inside."""
+        outer = getattr(self._local, "tx", None) is None
+        if outer:
+            self._local.frozen = (self.clock, self.clock())
+        try:
+            with self._tx():
+                yield
+        finally:
+            if outer:
+                self._local.frozen = None
+
+    def _now(self) -> int:
+        """The time a mutation records: its batch's (see Store.batch), else the clock's."""
+        frozen = getattr(self._local, "frozen", None)
+        if frozen is not None and frozen[0] is self.clock:
+            return int(frozen[1])
+        return self.clock()
 
     def _begin(self, db: psycopg.Connection) -> Tx:
         row = db.execute(
@@ -237,7 +254,8 @@ class PgConnections:
             with tx.db.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO memfs.changes (tree, seq, kind, path, old_path, author,"
-                    " time_ns, rev) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    " time_ns, rev, size, sha256)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(self.tree, *r) for r in tx.records],
                 )
         tx.db.execute(

@@ -18,7 +18,6 @@ import psycopg
 
 from memfs.store.base import Change
 from memfs.store.postgres_writes import PgWrites
-from memfs.store.sqlite_history import REDACTED
 
 _MAX_SEQ = 2**63 - 1
 
@@ -41,15 +40,12 @@ class PgFeed(PgWrites):
         order = "DESC" if newest_first else ""
         with self._conn() as db:
             rows = db.execute(
-                "SELECT c.seq, c.kind, c.path, c.author, c.time_ns, c.old_path, c.rev, r.size,"
-                " r.sha256 FROM memfs.changes c LEFT JOIN memfs.revisions r ON r.tree = c.tree"
-                " AND r.path = c.path AND r.rev = c.rev WHERE c.tree = %s AND c.seq > %s"
-                f" AND c.seq <= %s ORDER BY c.seq {order} LIMIT %s",
+                "SELECT seq, kind, path, author, time_ns, old_path, rev, size, sha256"
+                " FROM memfs.changes WHERE tree = %s AND seq > %s"
+                f" AND seq <= %s ORDER BY seq {order} LIMIT %s",
                 (self.tree, since, _MAX_SEQ if until is None else until, limit),
             ).fetchall()
-        return [
-            Change(*row[:-1], row[-1].removeprefix(REDACTED) if row[-1] else None) for row in rows
-        ]
+        return [Change(*row) for row in rows]
 
     def last_seq(self) -> int:
         # The tree row's counter is only moved by committed mutations (it is written in

@@ -44,9 +44,8 @@ class PgHistory(PgConnections):
         return deleted_ns < self._expired_before(now) and (trim_ns or 0) <= now
 
     # --- recording -----------------------------------------------------------------------
-    def _add_revision(
-        self, tx: Tx, path: str, rev: int, data: bytes, author: str, now: int
-    ) -> None:
+    def _add_revision(self, tx: Tx, path: str, rev: int, data: bytes, author: str, now: int) -> str:
+        """Add revision ``rev`` of ``path`` holding ``data``; its SHA-256."""
         sha = hashlib.sha256(data).hexdigest()
         tx.db.execute(
             "INSERT INTO memfs.blobs (tree, sha256, content) VALUES (%s, %s, %s)"
@@ -54,6 +53,7 @@ class PgHistory(PgConnections):
             (self.tree, sha, data),
         )
         self._add_row(tx, path, rev, author, now, len(data), sha)
+        return sha
 
     def _add_row(
         self, tx: Tx, path: str, rev: int, author: str, now: int, size: int, sha: str
@@ -65,9 +65,9 @@ class PgHistory(PgConnections):
         )
         tx.db.execute(_PRUNE_LIVE, {"t": self.tree, "p": path, "keep": self.options.history})
 
-    def _arrive(self, tx: Tx, old: str, path: str, author: str, now: int) -> int:
+    def _arrive(self, tx: Tx, old: str, path: str, author: str, now: int) -> tuple[int, int, str]:
         """Record the file now at ``path``, moved there from ``old``, as arriving; the
-        arrival's revision number."""
+        arrival's revision number, size and SHA-256."""
         row = tx.db.execute(
             "SELECT r.size, r.sha256 FROM memfs.entries e JOIN memfs.revisions r"
             " ON r.tree = e.tree AND r.path = %s AND r.rev = e.rev"
@@ -82,7 +82,7 @@ class PgHistory(PgConnections):
             (rev, self.tree, path),
         )
         self._add_row(tx, path, rev, author, now, row[0], row[1])
-        return rev
+        return rev, int(row[0]), str(row[1])
 
     def _tombstone(self, tx: Tx, paths: list[str], now: int, *, moved: bool) -> None:
         if not paths:

@@ -65,7 +65,7 @@ class PgKeeping(PgHistory):
 
     # --- last use ---------------------------------------------------------------------------
     def mark_used(self, paths: list[str]) -> None:
-        now = self.clock()
+        now = self._now()
         fresh = now - USE_GRAIN_NS
         wanted = list(dict.fromkeys(paths))
         if not wanted:
@@ -104,7 +104,7 @@ class PgKeeping(PgHistory):
             point = last if seq is None else seq
             if point < 0 or point > last:
                 raise NotFound(f"there is no change {point} (the last is {last})")
-            checkpoint = Checkpoint(name, point, self.clock(), author)
+            checkpoint = Checkpoint(name, point, self._now(), author)
             inserted = tx.db.execute(
                 "INSERT INTO memfs.checkpoints (tree, name, seq, time_ns, author)"
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -134,7 +134,7 @@ class PgKeeping(PgHistory):
     # --- redaction --------------------------------------------------------------------------
     def redact(self, path: str, rev: int, *, author: str) -> list[Revision]:
         self.history(path, limit=None)  # NotFound/IsADirectory as history would say
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             if not any(r.rev == rev for r in self._history_rows(tx.db, path)):
                 raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)

@@ -167,6 +167,14 @@ def _v2(db: psycopg.Connection) -> None:
     # Last use (the model's reads; writes are the current revision's time), redaction
     # marks on revisions, and named points of each tree's feed.
     db.execute("ALTER TABLE memfs.entries ADD COLUMN used_ns bigint")
+    # Changes keep their content's size and hash after the revision row is pruned.
+    db.execute("ALTER TABLE memfs.changes ADD COLUMN size bigint")
+    db.execute("ALTER TABLE memfs.changes ADD COLUMN sha256 text")
+    db.execute(
+        "UPDATE memfs.changes c SET size = r.size, sha256 = r.sha256 FROM memfs.revisions r"
+        " WHERE r.tree = c.tree AND r.path = c.path AND r.rev = c.rev"
+        " AND c.kind IN ('create', 'modify')"
+    )
     db.execute("ALTER TABLE memfs.revisions ADD COLUMN redacted_by text")
     db.execute("ALTER TABLE memfs.revisions ADD COLUMN redacted_ns bigint")
     db.execute(

@@ -104,7 +104,7 @@ class PgWrites(PgKeeping):
         rel = self._valid(path)
         data = bytes(data)
         self._check_size(rel, len(data))
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             found = self._lookup(tx, rel)
             if found is None:
@@ -125,7 +125,7 @@ class PgWrites(PgKeeping):
                     (self.tree, rel, parent_of(rel), len(data), file_mode, now, now, rev),
                 )
                 tx.db.execute(TOUCH, (now, now, self.tree, parent_of(rel)))
-                tx.record("create", rel, author, now, rev=rev)
+                kind = "create"
             else:
                 kind, current, old_size = found
                 if expected_rev == 0:
@@ -148,8 +148,9 @@ class PgWrites(PgKeeping):
                     " WHERE tree = %s AND path = %s",
                     (len(data), now, now, rev, self.tree, rel),
                 )
-                tx.record("modify", rel, author, now, rev=rev)
-            self._add_revision(tx, rel, rev, data, author, now)
+                kind = "modify"
+            sha = self._add_revision(tx, rel, rev, data, author, now)
+            tx.record(kind, rel, author, now, rev=rev, size=len(data), sha256=sha)
             self._sweep(tx, now)
             return self._entry(tx, rel)
 
@@ -163,7 +164,7 @@ class PgWrites(PgKeeping):
         exist_ok: bool = False,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             row = tx.db.execute(STAT, (self.tree, rel)).fetchone()
             if row is not None:
@@ -184,7 +185,7 @@ class PgWrites(PgKeeping):
             raise StoreError("a symlink target must be UTF-8 text", path=rel) from None
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             if self._lookup(tx, rel) is not None:
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -210,7 +211,7 @@ class PgWrites(PgKeeping):
         rel = self._valid(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             found = self._lookup(tx, rel)
             if found is None:
@@ -255,7 +256,7 @@ class PgWrites(PgKeeping):
             return
         if dst.startswith(src + "/"):
             raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             found = self._lookup(tx, src)
             if found is None:
@@ -288,10 +289,12 @@ class PgWrites(PgKeeping):
             )
             tx.db.execute(TOUCH, (now, now, self.tree, parent_of(src)))
             tx.db.execute(TOUCH, (now, now, self.tree, parent_of(dst)))
-            last = None
+            last: tuple[int | None, int | None, str | None] = (None, None, None)
             for path in moved:
                 last = self._arrive(tx, path, dst + path[len(src) :], author, now)
-            tx.record("rename", dst, author, now, old_path=src, rev=last)
+            # A file's rename carries its content; a directory's only its last arrival.
+            size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            tx.record("rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha)
             self._sweep(tx, now)
 
     def _check_reach(self, tx: Tx, src: str, dst: str) -> None:
@@ -344,7 +347,7 @@ class PgWrites(PgKeeping):
         mtime_ns: int | None = None,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             if self._lookup(tx, rel) is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
@@ -362,7 +365,7 @@ class PgWrites(PgKeeping):
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
         self._check_size(rel, size)
-        now = self.clock()
+        now = self._now()
         with self._tx() as tx:
             row = tx.db.execute(STAT, (self.tree, rel)).fetchone()
             if row is None:
@@ -378,7 +381,7 @@ class PgWrites(PgKeeping):
                 " WHERE tree = %s AND path = %s",
                 (size, now, now, rev, self.tree, rel),
             )
-            tx.record("modify", rel, author, now, rev=rev)
-            self._add_revision(tx, rel, rev, data, author, now)
+            sha = self._add_revision(tx, rel, rev, data, author, now)
+            tx.record("modify", rel, author, now, rev=rev, size=size, sha256=sha)
             self._sweep(tx, now)
             return self._entry(tx, rel)
