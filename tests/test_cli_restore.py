@@ -110,6 +110,16 @@ def test_restore_to_a_checkpoint_dry_run_then_for_real(db: Path, agent_day: Stor
         "4 changes would return the tree to morning",
     ]
     assert ok(run(db, "restore", "--to", "morning", "--dry-run")) == planned
+    as_json = [
+        json.loads(line)
+        for line in ok(run(db, "restore", "--to", "morning", "--dry-run", "--json"))
+    ]
+    assert [(r["action"], r["path"]) for r in as_json] == [
+        ("delete", "notes/new.md"),
+        ("rmdir", "scratch"),
+        ("write", "notes/edit.md"),
+        ("write", "notes/keep.md"),
+    ]
     assert "scratch" in tree(agent_day)  # a dry run changes nothing
     done = ok(run(db, "restore", "--to", "morning"))
     assert done == [line.removeprefix("would ") for line in planned[:-1]] + [

@@ -118,6 +118,7 @@ class AgentSession:
         max_iterations: int | None = None,
         context_management: bool | dict[str, Any] = False,
         create_overwrites: bool = False,
+        secrets: str = "redact",
         stream: bool = True,
         store_url: str | None = None,
         watcher: Watcher | None = None,
@@ -142,7 +143,7 @@ class AgentSession:
         self.stream = stream
         self.max_iterations = max_iterations
         self.transcript = transcript
-        self.tool = MemoryTool(self.root, overwrite=create_overwrites)
+        self.tool = MemoryTool(self.root, overwrite=create_overwrites, secrets=secrets)
         self.watcher = watcher if watcher is not None else watcher_for(self.root, store_url)
         self._pending: list[dict[str, Any]] = []  # new messages of the next request
         self._carried: list[Notice] = []  # seen when no next turn could carry them

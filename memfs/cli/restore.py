@@ -50,9 +50,15 @@ def _undo_hint(choice: StoreChoice) -> str:
     help="Return the tree (or PATH) to a checkpoint, revision or time.",
 )
 @click.option("--dry-run", is_flag=True, help="Print what --to would do, change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per path.")
 @STORE_OPTION
 def restore(
-    path: str | None, rev: int | None, to: str | None, dry_run: bool, store_url: str | None
+    path: str | None,
+    rev: int | None,
+    to: str | None,
+    dry_run: bool,
+    as_json: bool,
+    store_url: str | None,
 ) -> None:
     """Put earlier content back as new revisions.
 
@@ -73,11 +79,21 @@ def restore(
     with target(path, store_url) as (store, rel, choice):
         if rev is not None:
             entry = restore_file(store, rel, rev, author=author)
-            click.echo(f"restored {rel} from revision {rev} as revision {entry.rev}")
+            if as_json:
+                record = {"path": rel, "action": "write", "from_rev": rev, "rev": entry.rev}
+                click.echo(json.dumps(record))
+            else:
+                click.echo(f"restored {rel} from revision {rev} as revision {entry.rev}")
             return
         assert to is not None
         seq = point(store, to, "--to")
         plan = restore_tree(store, seq, rel, author=author, dry_run=dry_run)
+        if as_json:
+            for kind in ("delete", "rmdir", "mkdir", "write", "unavailable", "symlinks"):
+                for item in getattr(plan, kind):
+                    record = {"path": item, "action": kind, "dry_run": dry_run}
+                    click.echo(json.dumps(record))
+            return
         for kind in ("delete", "rmdir", "mkdir", "write"):
             for item in getattr(plan, kind):
                 click.echo(f"{'would ' if dry_run else ''}{_VERBS[kind]}  {item}")
@@ -200,8 +216,9 @@ def checkpoint(
 @click.command()
 @click.argument("path", metavar="PATH")
 @click.option("--rev", type=click.IntRange(min=1), required=True, metavar="REV")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per redacted revision.")
 @STORE_OPTION
-def redact(path: str, rev: int, store_url: str | None) -> None:
+def redact(path: str, rev: int, as_json: bool, store_url: str | None) -> None:
     """Remove revision REV of PATH's content for good (a secret that got in).
 
     Every retained revision with the same content is redacted with it; their records
@@ -210,7 +227,19 @@ def redact(path: str, rev: int, store_url: str | None) -> None:
     with target(path, store_url) as (store, rel, _):
         redacted = store.redact(rel, rev, author=author_for("redact"))
     for revision in redacted:
-        click.echo(f"redacted {revision.path} revision {revision.rev} (by {revision.redacted_by})")
+        if as_json:
+            record = {
+                "path": revision.path,
+                "rev": revision.rev,
+                "sha256": revision.sha256,
+                "redacted_by": revision.redacted_by,
+                "redacted_ns": revision.redacted_ns,
+            }
+            click.echo(json.dumps(record))
+        else:
+            click.echo(
+                f"redacted {revision.path} revision {revision.rev} (by {revision.redacted_by})"
+            )
 
 
 COMMANDS = [restore, undo, checkpoint, redact]

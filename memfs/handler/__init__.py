@@ -10,6 +10,13 @@ POSIX semantics from it. It writes atomically, never loses a concurrent write, a
 follows a symbolic link (see :mod:`memfs.handler.tree`): listings leave links out, and a
 path that meets one is refused with a message naming the link, rather than reported
 missing, so whoever planted it can tell why the model cannot use it.
+
+What the model writes (create's ``file_text``, str_replace's ``new_str``, insert's
+``insert_text``; never ``old_str``, which is text already stored) is scanned for
+credentials by :mod:`memfs.secrets` before the command runs, under the ``secrets``
+policy: ``redact`` (default) stores each finding as ``[REDACTED:kind]`` and adds a note
+after the contract's success string; ``refuse`` writes nothing and says which kinds were
+found; ``allow`` does not scan.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from memfs.handler import strings
 from memfs.handler.commands import Commands, Refused, Result
 from memfs.handler.tree import DIR_MODE, Tree
 from memfs.paths import parse
+from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
 
 __all__ = ["MemoryHandler", "Result"]
 
@@ -53,6 +61,8 @@ _FIELDS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 # Text that becomes file content must be encodable; paths are checked by the gate.
 _CONTENT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
+# The field of each writing command that brings new text, scanned for credentials.
+_WRITTEN_FIELD = {"create": "file_text", "str_replace": "new_str", "insert": "insert_text"}
 
 
 def _fields(command: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,7 +120,9 @@ class MemoryHandler:
     reference behaviour refuses). ``max_file_bytes``: the largest file, in UTF-8 bytes,
     that create, str_replace and insert will write. ``durable``: also fsync directories
     after each change, so the change survives a power loss (content is always fsynced
-    before it replaces a file, so a crash never leaves a torn one).
+    before it replaces a file, so a crash never leaves a torn one). ``secrets``: what
+    to do with credentials in written text, ``"redact"``, ``"refuse"`` or ``"allow"``
+    (see the module docstring; ValueError for anything else).
     """
 
     def __init__(
@@ -120,7 +132,9 @@ class MemoryHandler:
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
         durable: bool = False,
+        secrets: str = DEFAULT_POLICY,
     ) -> None:
+        self.secrets = check_policy(secrets)
         if type(max_file_bytes) is not int or max_file_bytes < 0:
             raise ValueError(
                 f"max_file_bytes must be a non-negative integer, got {max_file_bytes!r}"
@@ -165,7 +179,12 @@ class MemoryHandler:
             if not isinstance(name_value, str) or name_value not in _FIELDS:
                 return Result(strings.unknown_command(name_value), True)
             name = name_value
-            return self._dispatch[name](_fields(name, command))
+            fields = _fields(name, command)
+            note = self._screen(name, fields)
+            result = self._dispatch[name](fields)
+            if note and not result.is_error:
+                return Result(f"{result.content}{note}", False)
+            return result
         except Refused as exc:
             return Result(exc.message, True)
         except PathError as exc:
@@ -176,6 +195,23 @@ class MemoryHandler:
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
             return Result(strings.internal_error(name), True)
+
+    def _screen(self, name: str, fields: dict[str, Any]) -> str:
+        """Apply the secrets policy to the text ``name`` writes, in ``fields``: redact
+        it there (returning the note for the result) or refuse the command."""
+        field = _WRITTEN_FIELD.get(name)
+        if field is None or self.secrets == "allow" or not fields[field]:
+            return ""
+        # The gate speaks first: a path it refuses gets its message, not a secrets one.
+        parse(fields["path"])
+        findings: list[Finding] = scan(fields[field])
+        if not findings:
+            return ""
+        found = [(f.line, f.kind, f.why) for f in findings]
+        if self.secrets == "refuse":
+            raise Refused(strings.secrets_refused(fields["path"], field, found))
+        fields[field] = redact(fields[field], findings)
+        return strings.secrets_redacted(field, found)
 
     # One method per command, for callers that have the arguments at hand.
 

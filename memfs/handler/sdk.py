@@ -25,6 +25,7 @@ from anthropic.types.beta import (
 from pydantic import BaseModel
 
 from memfs.handler import MemoryHandler
+from memfs.secrets import DEFAULT_POLICY
 
 __all__ = ["MemoryTool"]
 
@@ -44,7 +45,11 @@ def _as_input(command: object) -> object:
 
 
 class MemoryTool(BetaAbstractMemoryTool):
-    """Claude's memory tool (``memory_20250818``) on a memfs tree at ``root``."""
+    """Claude's memory tool (``memory_20250818``) on a memfs tree at ``root``.
+
+    ``secrets``: the handler's policy for credentials in written text (``"redact"``,
+    ``"refuse"`` or ``"allow"``; see :class:`~memfs.handler.MemoryHandler`).
+    """
 
     def __init__(
         self,
@@ -53,9 +58,12 @@ class MemoryTool(BetaAbstractMemoryTool):
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        secrets: str = DEFAULT_POLICY,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.handler = MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        self.handler = MemoryHandler(
+            root, overwrite=overwrite, max_file_bytes=max_file_bytes, secrets=secrets
+        )
 
     def _run(self, command: object) -> BetaFunctionToolResultType:
         # The handler checks the input's shape itself and never raises, so a non-object

@@ -337,6 +337,36 @@ def inserted(path: str) -> str:
     return f"The file {path} has been edited."
 
 
+# --- secrets ---------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def secrets_redacted(field: str, found: Iterable[tuple[int, str, str]]) -> str:
+    """The note after a success string when ``field`` had credentials redacted: one line
+    per ``(line, kind, why)``, line counted in the field's text."""
+    found = list(found)
+    lines = [f"- {field} line {line}: [REDACTED:{kind}], {why}" for line, kind, why in found]
+    return (
+        f"\n\nNote: memfs replaced {_plural(len(found), 'likely credential')} in the "
+        f"{field} with [REDACTED:kind] markers before storing it, because credentials must "
+        "not be stored in memory (keep a pointer to where they live instead):\n" + "\n".join(lines)
+    )
+
+
+def secrets_refused(path: str, field: str, found: Iterable[tuple[int, str, str]]) -> str:
+    found = list(found)
+    listed = ", ".join(f"{kind} on line {line}" for line, kind, _why in found)
+    return (
+        f"Error: The {field} for {path} contains {_plural(len(found), 'likely credential')} "
+        f"({listed}); credentials must not be stored in memory. Nothing was written. "
+        "Leave the credential out, or write where it is kept (a vault entry, an "
+        "environment variable) instead."
+    )
+
+
 # --- delete and rename -----------------------------------------------------------------
 
 
