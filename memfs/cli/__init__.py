@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "secrets": "secrets",
     "trees": "trees",
     "copy": "copy",
+    "expire": "expire",
 }
 
 

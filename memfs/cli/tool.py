@@ -72,13 +72,25 @@ def _line(content: object, is_error: bool) -> str:
     return text
 
 
-def _open_handler(root: Path, overwrite: bool, max_file_bytes: int, secrets: str) -> Any:
+def _open_handler(
+    root: Path, overwrite: bool, max_file_bytes: int, secrets: str, store_url: str | None
+) -> Any:
     # Imported here so `memfs --help` and the other command groups stay light.
+    from memfs.backing import store_behind
     from memfs.handler import MemoryHandler
 
     try:
+        backing = store_behind(root, store_url)
+    except MemfsError as err:
+        raise click.ClickException(f"cannot open the store behind {root}: {err}") from err
+    try:
         return MemoryHandler(
-            root, overwrite=overwrite, max_file_bytes=max_file_bytes, secrets=secrets
+            root,
+            overwrite=overwrite,
+            max_file_bytes=max_file_bytes,
+            secrets=secrets,
+            store=None if backing is None else backing.store,
+            store_prefix="" if backing is None else backing.prefix,
         )
     except (MemfsError, OSError) as err:
         raise click.ClickException(f"cannot use {root} as the memory root: {err}") from err
@@ -140,12 +152,21 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     help="Largest memory file a command may write, in bytes.",
 )
 @secrets_option
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
+    "its caps (?max_tree_bytes=N&max_files=N) are told to the model with numbers and "
+    "file views count as use for `memfs expire`.",
+)
 @click.argument("command_json", required=False)
 def tool(
     root: Path,
     create_overwrites: bool,
     max_file_bytes: int,
     secrets: str,
+    store_url: str | None,
     command_json: str | None,
 ) -> None:
     """Run memory-tool commands on the directory ROOT.
@@ -155,7 +176,7 @@ def tool(
     line {"content": ..., "is_error": ...} as soon as it has run. A line that is not a
     JSON object gets an error line naming its line number, and the stream goes on.
     """
-    handler = _open_handler(root, create_overwrites, max_file_bytes, secrets)
+    handler = _open_handler(root, create_overwrites, max_file_bytes, secrets, store_url)
     if command_json is not None:
         command, problem = _decode(command_json, "it", ARGUMENT_HINT)
         if command is None:

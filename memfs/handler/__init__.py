@@ -17,6 +17,10 @@ credentials by :mod:`memfs.secrets` before the command runs, under the ``secrets
 policy: ``redact`` (default) stores each finding as ``[REDACTED:kind]`` and adds a note
 after the contract's success string; ``refuse`` writes nothing and says which kinds were
 found; ``allow`` does not scan.
+
+Given the store the directory shows (``store=``, a memfs mount's), it also refuses writes
+past the store's tree caps with the numbers, and records the model's reads of files as
+use for ``memfs expire`` (see :mod:`memfs.handler.keeping`).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from typing import Any
 from memfs.errors import NotADirectory, PathError
 from memfs.handler import strings
 from memfs.handler.commands import Commands, Refused, Result
+from memfs.handler.keeping import Keeping
 from memfs.handler.tree import DIR_MODE, Tree
 from memfs.paths import parse
 from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
+from memfs.store.base import Store
 
 __all__ = ["MemoryHandler", "Result"]
 
@@ -122,7 +128,10 @@ class MemoryHandler:
     after each change, so the change survives a power loss (content is always fsynced
     before it replaces a file, so a crash never leaves a torn one). ``secrets``: what
     to do with credentials in written text, ``"redact"``, ``"refuse"`` or ``"allow"``
-    (see the module docstring; ValueError for anything else).
+    (see the module docstring; ValueError for anything else). ``store``: the store
+    ``root`` shows (a memfs mount's), with ``store_prefix`` the root's place in it; the
+    handler then checks the store's tree caps and records file views as use. The caller
+    keeps ownership of the store (the handler never closes it).
     """
 
     def __init__(
@@ -133,6 +142,8 @@ class MemoryHandler:
         max_file_bytes: int = 100 * 1024,
         durable: bool = False,
         secrets: str = DEFAULT_POLICY,
+        store: Store | None = None,
+        store_prefix: str = "",
     ) -> None:
         self.secrets = check_policy(secrets)
         if type(max_file_bytes) is not int or max_file_bytes < 0:
@@ -151,7 +162,11 @@ class MemoryHandler:
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
         self._tree = Tree(self.root, durable=durable)
-        self._commands = Commands(self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        self.store = store
+        self._keeping = Keeping(store, store_prefix)
+        self._commands = Commands(
+            self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes, keeping=self._keeping
+        )
         self._dispatch: dict[str, Callable[[dict[str, Any]], Result]] = {
             "view": lambda f: self._commands.view(f["path"], parse(f["path"]), f["view_range"]),
             "create": lambda f: self._commands.create(f["path"], parse(f["path"]), f["file_text"]),
@@ -190,6 +205,9 @@ class MemoryHandler:
         except PathError as exc:
             return Result(str(exc), True)
         except OSError as exc:
+            if exc.errno == errno.EDQUOT and isinstance(command, Mapping):
+                raw = command.get("path", command.get("new_path", "/memories"))
+                return Result(self._keeping.full(name, str(raw)), True)
             log.warning("memory command %s failed on %s", name, self.root, exc_info=True)
             return Result(strings.os_error(name, _os_reason(exc)), True)
         except Exception:

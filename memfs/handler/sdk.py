@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from memfs.handler import MemoryHandler
 from memfs.secrets import DEFAULT_POLICY
+from memfs.store.base import Store
 
 __all__ = ["MemoryTool"]
 
@@ -59,10 +60,19 @@ class MemoryTool(BetaAbstractMemoryTool):
         max_file_bytes: int = 100 * 1024,
         cache_control: BetaCacheControlEphemeralParam | None = None,
         secrets: str = DEFAULT_POLICY,
+        store: Store | None = None,
+        store_prefix: str = "",
     ) -> None:
         super().__init__(cache_control=cache_control)
+        # With the store ``root`` shows (memfs.backing.store_behind finds a mount's), the
+        # model hears the tree caps with numbers and its file views count as use.
         self.handler = MemoryHandler(
-            root, overwrite=overwrite, max_file_bytes=max_file_bytes, secrets=secrets
+            root,
+            overwrite=overwrite,
+            max_file_bytes=max_file_bytes,
+            secrets=secrets,
+            store=store,
+            store_prefix=store_prefix,
         )
 
     def _run(self, command: object) -> BetaFunctionToolResultType:

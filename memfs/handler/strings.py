@@ -169,6 +169,39 @@ def edit_too_large(path: str, size: int, limit: int) -> str:
     )
 
 
+_MAKE_ROOM = (
+    "Delete memories you no longer need, or shorten long ones, then try again. Nothing was written."
+)
+
+
+def over_file_cap(path: str, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory already holds {used:,} files and is limited "
+        f"to {limit:,} files. {_MAKE_ROOM}"
+    )
+
+
+def over_byte_cap(path: str, would: int, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory would hold {would:,} bytes, over its limit "
+        f"of {limit:,} bytes ({used:,} bytes are used now). {_MAKE_ROOM}"
+    )
+
+
+def memory_full_bytes(path: str, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory is too full ({used:,} bytes used of its "
+        f"limit of {limit:,} bytes). {_MAKE_ROOM}"
+    )
+
+
+def memory_full(command: str, path: str) -> str:
+    return (
+        f"Error: The `{command}` command on {path} was refused: the memory is at its limit "
+        f"of total size or number of files. {_MAKE_ROOM}"
+    )
+
+
 def kept_changing(path: str, tries: int) -> str:
     return (
         f"Error: The file {path} kept changing while memfs was editing it ({tries} tries); "
