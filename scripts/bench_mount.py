@@ -68,7 +68,7 @@ store.close()
 
 
 class Server:
-    def __init__(self, db: Path, mnt: Path, **options: Any) -> None:
+    def __init__(self, db: Path | str, mnt: Path, **options: Any) -> None:
         self.mnt = mnt
         mnt.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
@@ -110,7 +110,7 @@ class Server:
 
 
 @contextlib.contextmanager
-def mounted(db: Path, mnt: Path, **options: Any) -> Iterator[Server]:
+def mounted(db: Path | str, mnt: Path, **options: Any) -> Iterator[Server]:
     server = Server(db, mnt, **options)
     try:
         yield server
@@ -147,7 +147,7 @@ def body(i: int, size: int) -> bytes:
     return (line * (size // len(line) + 1))[:size]
 
 
-def build(db: Path, native: Path, files: int, dirs: int, size: int) -> float:
+def build(db: Path | str, native: Path, files: int, dirs: int, size: int) -> float:
     store = open_store(str(db))
     start = time.perf_counter()
     for d in range(dirs):
@@ -249,7 +249,7 @@ def _visible(path: Path, data: bytes, deadline_s: float = 10.0) -> float:
     raise SystemExit(f"{path} did not show the new content within {deadline_s}s")
 
 
-def staleness(db: Path, mnt: Path, trials: int = 15) -> None:
+def staleness(db: Path | str, mnt: Path, trials: int = 15) -> None:
     """How long another writer's change takes to show through a mount (the documented
     bound is poll_interval + one feed query + the invalidations)."""
     other = mnt.parent / "mnt-b"
@@ -287,9 +287,13 @@ def main() -> int:
     p.add_argument("--handler-ops", type=int, default=1000)
     p.add_argument("--handler-reps", type=int, default=3)
     p.add_argument("--dir", help="work directory (default: a temp dir under /var/tmp)")
+    p.add_argument(
+        "--url", help="the store to mount (default: a new SQLite file); a new, empty tree"
+    )
     args = p.parse_args()
     base = Path(tempfile.mkdtemp(prefix="memfs-bench-", dir=args.dir or "/var/tmp"))
-    db, native, mnt = base / "store.db", base / "native", base / "mnt"
+    native, mnt = base / "native", base / "mnt"
+    db: Path | str = args.url or base / "store.db"
     try:
         return run(args, db, native, mnt)
     finally:
@@ -297,7 +301,7 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def run(args: argparse.Namespace, db: Path, native: Path, mnt: Path) -> int:
+def run(args: argparse.Namespace, db: Path | str, native: Path, mnt: Path) -> int:
     n = args.files
     print(f"building {n} files of {args.size} B in {args.dirs} dirs (store and native)...")
     print(f"  built in {build(db, native, n, args.dirs, args.size):.1f} s")

@@ -1,6 +1,11 @@
 """Measure a store's hot-path operations against plain file I/O in the same run.
 
     .venv/bin/python scripts/bench_store.py [--url URL] [--files 1000] [--threads 4] [--scale 1]
+    .venv/bin/python scripts/bench_store.py --postgres   # a throwaway cluster beside SQLite
+
+With a server URL (``--url postgresql://...``, or ``--postgres`` for a throwaway cluster
+from tests/fixtures/postgres.py) the SQLite store is measured first in the same run, so
+the two backends compare on one machine at one moment.
 
 For each of stat, read, write, rename, atomic save and listdir it prints the median
 ops/s of 5 rounds for the store and for the same operation on a temporary directory
@@ -21,6 +26,7 @@ import os
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -214,16 +220,42 @@ def main() -> None:
     parser.add_argument("--dirs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=4, help="0 skips the thread comparison")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies operation counts")
+    parser.add_argument(
+        "--postgres", action="store_true", help="also a throwaway PostgreSQL cluster"
+    )
     args = parser.parse_args()
+    cluster = None
+    urls: list[str | None] = [args.url]
+    if args.postgres:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.fixtures.postgres import PgCluster, find_bindir
+
+        bindir = find_bindir()
+        if bindir is None:
+            raise SystemExit("no PostgreSQL server binaries; run make system-deps")
+        cluster = PgCluster(bindir)
+        urls = [cluster.url()]
+    if urls[0] is not None and not urls[0].startswith("sqlite"):
+        urls.insert(0, None)  # the SQLite baseline, same run
+    try:
+        for url in urls:
+            run(url, args)
+            print()
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+
+
+def run(url: str | None, args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="memfs-bench-") as tmp:
         plain = Path(tmp) / "plain"
         plain.mkdir()
         db_path = os.path.join(tmp, "bench.db")
-        with open_store(args.url or db_path) as store:
+        with open_store(url or db_path) as store:
             paths = populate(store, plain, args.files, args.dirs)
             print(f"store {store.url}: {args.files} files of 1 KiB in {args.dirs} dirs")
             compare(store, plain, paths, args.dirs, args.scale)
-            if args.threads and args.url is None:
+            if args.threads and url is None:
                 compare_threads(db_path, paths, args.threads, args.scale)
 
 

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "restore",
     "redact": "restore",
     "secrets": "secrets",
+    "trees": "trees",
+    "copy": "copy",
     "expire": "expire",
     "search": "search",
     "mcp": "mcp",

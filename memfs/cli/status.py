@@ -101,6 +101,12 @@ def _health_notes(r: MountRecord) -> list[str]:
             f"{r.mountpoint}: {len(r.unsaved)} file(s) not saved to the store yet: {shown}; "
             f"the daemon keeps retrying, copies are in {r.recovery_dir} (see {r.log_path})"
         )
+    if r.store_problem:
+        notes.append(
+            f"{r.mountpoint}: the daemon cannot reach its store since"
+            f" {_since(r.store_down_since)} and reconnects by itself; cached files stay"
+            f" readable, writes wait in its journal ({r.store_problem})"
+        )
     if r.errors:
         notes.append(
             f"{r.mountpoint}: the daemon logged {r.errors} unexpected error(s); see {r.log_path}"
@@ -133,6 +139,8 @@ def _mounts() -> None:
             notes.extend(_health_notes(r))
             if r.unsaved:
                 state_text = "degraded"
+            if r.store_problem:
+                state_text = "reconnecting"
             if m.files is not None and _has_caps(m.max_files, m.max_tree_bytes):
                 line = caps_line(
                     m.files, m.bytes or 0, m.max_files, m.max_tree_bytes, m.max_file_bytes

@@ -80,6 +80,10 @@ def _check_store(store_url: str) -> str:
         canonical = getattr(store, "url", None) or store_url
     finally:
         store.close()
+    if "://" in store_url and not store_url.lower().startswith("sqlite://"):
+        # A server's URL names the same store from any directory; kept as given, with
+        # the options (and any password) the canonical form leaves out.
+        return store_url
     if "://" in store_url and "?" in store_url:
         canonical += "?" + store_url.split("?", 1)[1]
     return canonical
@@ -191,6 +195,8 @@ def serve_here(
                 unsaved=health.unsaved,
                 errors=health.errors,
                 recovery_dir=health.recovery_dir,
+                store_problem=health.store_problem,
+                store_down_since=health.store_down_since,
             )
             if up.is_set():
                 state.write(current[0])

@@ -4,20 +4,24 @@ The kernel caches attributes, names, listings and pages of the mount for up to t
 attr/entry timeouts. Changes made through this mount keep those caches right by
 themselves; changes made by anyone else (another mount of the same store, the model's
 handler, a plain ``store.write``) arrive only on the change feed. :class:`ChangeFollower`
-polls the feed and asks the FUSE layer to invalidate each path another writer touched.
+waits for the feed (:meth:`memfs.store.base.Store.wait_for_changes`) and asks the FUSE
+layer to invalidate each path another writer touched.
 
 Bound: a reader of the mount sees another writer's change at most ``poll_interval`` plus
-the time of one feed query and the invalidation calls after that change is committed.
+the time of one feed query and the invalidation calls after that change is committed;
+on a store that pushes its changes (PostgreSQL), the time its notification takes
+instead of ``poll_interval``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from memfs.errors import StoreError
+from memfs.errors import StoreError, StoreUnavailable
 from memfs.store.base import Change, Store
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,8 @@ def touched_paths(change: Change) -> list[str]:
 
 
 MAINTAIN_INTERVAL = 1.0  # seconds between store.maintain() calls
+# How long one wait on a pushing store lasts: bounds how late stop() is noticed.
+PUSH_WAIT = 0.25
 
 
 class ChangeFollower(threading.Thread):
@@ -88,12 +94,15 @@ class ChangeFollower(threading.Thread):
         own: OwnChanges,
         on_foreign: Callable[[Iterable[Change]], None],
         interval: float,
+        on_store: Callable[[str | None], None] | None = None,
     ) -> None:
         super().__init__(name="memfs-feed", daemon=True)
         self.store = store
         self.own = own
         self.on_foreign = on_foreign
         self.interval = interval
+        # Told the reason when the store stops answering, None when it answers again.
+        self.on_store = on_store or (lambda problem: None)
         self.cursor = store.last_seq()
         self._halt = threading.Event()
         self.polls = 0
@@ -116,22 +125,42 @@ class ChangeFollower(threading.Thread):
             self.on_foreign(foreign)
         return len(foreign)
 
+    def _wait(self) -> bool:
+        """Wait for the next look at the feed; False once stopped."""
+        if self.store.pushes_changes:
+            self.store.wait_for_changes(self.cursor, PUSH_WAIT)
+            return not self._halt.is_set()
+        return not self._halt.wait(self.interval)
+
     def run(self) -> None:
         failures = 0
         # The store's housekeeping (SQLite: WAL checkpoints) happens here, about once a
         # second, instead of inside whichever write crosses the threshold.
-        every = max(1, round(MAINTAIN_INTERVAL / self.interval))
-        while not self._halt.wait(self.interval):
+        maintained = time.monotonic()
+        while True:
             try:
+                if not self._wait():
+                    return
                 self.step()
-                if self.polls % every == 0:
+                if time.monotonic() - maintained >= MAINTAIN_INTERVAL:
+                    maintained = time.monotonic()
                     self.store.maintain()
+                if failures:
+                    log.warning("memfs: the store answers again; following its changes")
+                    self.on_store(None)
                 failures = 0
             except StoreError as e:
                 # A busy or briefly unavailable store must not end the follower: caches
                 # would then go stale for good. Log once per failure streak.
                 if failures == 0:
                     log.warning("memfs: cannot read the change feed: %s (retrying)", e)
+                    if isinstance(e, StoreUnavailable):
+                        self.on_store(str(e))
                 failures += 1
+                # Not a tight loop while a server is down (a wait then fails at once).
+                if self._halt.wait(max(self.interval, PUSH_WAIT)):
+                    return
             except Exception:
                 log.exception("memfs: change feed follower failed; retrying")
+                if self._halt.wait(max(self.interval, PUSH_WAIT)):
+                    return

@@ -47,6 +47,7 @@ T = TypeVar("T")
 _KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
 
 STATFS_TTL_S = 2.0
+LAST_KNOWN = 100_000  # entries kept to answer getattr while the store is away
 
 
 class MemfsOperations(NamespaceOps):
@@ -85,6 +86,7 @@ class MemfsOperations(NamespaceOps):
         self._counter = self.options.callback_counter
         self._own = OwnChanges(store)
         self._meta = MetaCache()
+        self._last_known: dict[str, Entry] = {}
         self._statfs: tuple[float, dict[str, int]] | None = None
         journal = self.options.journal_dir
         self.writes = PendingWrites(
@@ -123,7 +125,11 @@ class MemfsOperations(NamespaceOps):
         if invalidate is not None:
             self.store.defer_maintenance()  # the follower calls maintain() from now on
             self._follower = ChangeFollower(
-                self.store, self._own, self._foreign_changes, self.options.poll_interval
+                self.store,
+                self._own,
+                self._foreign_changes,
+                self.options.poll_interval,
+                on_store=self.writes.store_reachable,
             )
             self._follower.start()
         if self.options.expire_unused_for_ns is not None:
@@ -158,8 +164,20 @@ class MemfsOperations(NamespaceOps):
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
     ) -> T:
+        paths, subtrees = list(paths), list(subtrees)
+        self._forget_known(paths, subtrees)
         with self._meta.changing(paths, subtrees):
             return self._own.run(author, fn)
+
+    def _forget_known(self, paths: Iterable[str], subtrees: Iterable[str]) -> None:
+        for p in paths:
+            self._last_known.pop(p, None)
+        tops = [t for t in subtrees if t]
+        if "" in subtrees:
+            self._last_known.clear()
+        elif tops:
+            for p in [k for k in self._last_known if any(k.startswith(t + "/") for t in tops)]:
+                self._last_known.pop(p, None)
 
     def _mutate(
         self,
@@ -199,6 +217,7 @@ class MemfsOperations(NamespaceOps):
                         subtrees.append(gone)
                         self._cache.forget_under(gone)
                         paths.update(dict.fromkeys(self._known_below(gone)))
+        self._forget_known(paths, subtrees)
         self.writes.forget_usage()
         self._meta.bump()
         self._meta.forget(paths, subtrees)
@@ -258,6 +277,13 @@ class MemfsOperations(NamespaceOps):
             return hit
         try:
             entry = self.store.stat(p)
+        except errors.StoreUnavailable:
+            # The store is away (a server restarting): what was last read of this path
+            # keeps cached files readable until it is back; changes then catch up.
+            known = self._last_known.get(p)
+            if known is None:
+                raise
+            return known
         except errors.NotFound:
             if not fits_gate(p):
                 # Looked up by a name longer than any the store holds: say so, as a
@@ -268,6 +294,9 @@ class MemfsOperations(NamespaceOps):
             # A name the store cannot hold does not exist (tools probe such names).
             raise OSError(errno.ENOENT, "no such entry") from None
         self._meta.put_entries(gen, (entry,))
+        if len(self._last_known) > LAST_KNOWN:
+            self._last_known.clear()
+        self._last_known[p] = entry
         return entry
 
     def _listing(self, path: str) -> Listing:

@@ -45,6 +45,9 @@ class MountRecord:
     unsaved: tuple[str, ...] = ()
     errors: int = 0
     recovery_dir: str = ""
+    # Set while the daemon cannot reach its store (a server away); it reconnects itself.
+    store_problem: str = ""
+    store_down_since: float = 0.0
 
     @property
     def alive(self) -> bool:
@@ -166,6 +169,8 @@ def _load(path: Path) -> MountRecord | None:
             unsaved=tuple(str(p) for p in data.get("unsaved", ())),
             errors=int(data.get("errors", 0)),
             recovery_dir=str(data.get("recovery_dir", "")),
+            store_problem=str(data.get("store_problem", "")),
+            store_down_since=float(data.get("store_down_since", 0.0)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

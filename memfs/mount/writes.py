@@ -112,6 +112,9 @@ class Health:
     unsaved: tuple[str, ...] = ()
     errors: int = 0
     recovery_dir: str = ""
+    # The store cannot be reached (a server away): why, and since when (epoch seconds).
+    store_problem: str = ""
+    store_down_since: float = 0.0
 
 
 def check_new_name(path: str) -> None:
@@ -189,6 +192,7 @@ class PendingWrites:
         self._ids = itertools.count(1)
         self.errors = 0
         self._health = Health()
+        self._store_problem: tuple[str, float] = ("", 0.0)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -581,11 +585,25 @@ class PendingWrites:
         self._journal = fresh
         old.close(keep=False)
 
+    def store_reachable(self, problem: str | None) -> None:
+        """Told by the change follower when the store stops (a reason) or starts again
+        (None) answering, for `memfs status`."""
+        with self.lock:
+            if problem is None:
+                self._store_problem = ("", 0.0)
+            elif not self._store_problem[0]:
+                self._store_problem = (problem, time.time())
+            self._publish()
+
     def _publish(self) -> None:
-        if self.errors == self._health.errors and self._unsaved == set(self._health.unsaved):
+        if (
+            self.errors == self._health.errors
+            and self._unsaved == set(self._health.unsaved)
+            and self._store_problem == (self._health.store_problem, self._health.store_down_since)
+        ):
             return
         unsaved = tuple(sorted(self._unsaved))
-        health = Health(unsaved, self.errors, str(self.recovery_dir or ""))
+        health = Health(unsaved, self.errors, str(self.recovery_dir or ""), *self._store_problem)
         if health != self._health:
             self._health = health
             if self._on_health is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -29,9 +30,11 @@ __all__ = [
     "Revision",
     "SearchHit",
     "Store",
+    "TreeInfo",
     "Usage",
     "default_url",
     "known_schemes",
+    "list_trees",
     "open_store",
     "register",
 ]
@@ -98,6 +101,29 @@ def open_store(url: str | os.PathLike[str] | None = None, **options: object) -> 
     return opener(base, {**query, **options})
 
 
+@dataclass(frozen=True, slots=True)
+class TreeInfo:
+    """One memory tree a store URL's database holds."""
+
+    name: str
+    url: str  # opens this tree
+    usage: Usage
+    last_seq: int
+
+
+def list_trees(url: str | os.PathLike[str] | None = None) -> list[TreeInfo]:
+    """Every tree the database named by ``url`` holds, by name. A server database holds
+    any number (``?tree=NAME`` picks one); a file store is one tree, ``default``."""
+    url = default_url() if url is None else os.fspath(url)
+    scheme, base, query = _split(url.strip())
+    if scheme in ("postgresql", "postgres"):
+        from memfs.store.postgres_trees import list_trees as pg_trees
+
+        return [TreeInfo(n, u, usage, seq) for n, u, usage, seq, _ in pg_trees(base, query)]
+    with open_store(url) as store:
+        return [TreeInfo("default", store.url, store.usage(), store.last_seq())]
+
+
 def _open_sqlite(url: str, options: Mapping[str, object]) -> Store:
     # Imported on first use so that importing memfs.store stays cheap for the CLI.
     from memfs.store.sqlite import open_sqlite
@@ -106,3 +132,13 @@ def _open_sqlite(url: str, options: Mapping[str, object]) -> Store:
 
 
 register("sqlite", _open_sqlite)
+
+
+def _open_postgres(url: str, options: Mapping[str, object]) -> Store:
+    from memfs.store.postgres import open_postgres
+
+    return open_postgres(url, options)
+
+
+register("postgresql", _open_postgres)
+register("postgres", _open_postgres)

@@ -94,6 +94,7 @@ comes from its ``clock`` attribute, a callable returning nanoseconds since the e
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -431,6 +432,24 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def delete_checkpoint(self, name: str) -> None:
         """Forget checkpoint ``name`` (NotFound if there is none); history stays."""
+
+    # True when :meth:`wait_for_changes` returns as soon as any process commits a change
+    # (PostgreSQL: LISTEN/NOTIFY); False when it can only poll, and a follower with a poll
+    # interval of its own keeps that.
+    pushes_changes: bool = False
+
+    def wait_for_changes(self, since: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a committed change with ``seq > since``;
+        True if there is one (it may have been there already), False on timeout.
+
+        Followers of the feed (the mount, the mirror) call it between reads of
+        :meth:`changes`. The default is one short poll: it sleeps ``timeout`` and looks
+        at :meth:`last_seq` once; a backend that hears of commits returns at once.
+        """
+        if self.last_seq() > since:
+            return True
+        time.sleep(timeout)
+        return self.last_seq() > since
 
     # --- housekeeping --------------------------------------------------------------------
     @abc.abstractmethod

@@ -8,9 +8,10 @@ host) changes the store. The mirror keeps both equal:
   the sync state and written with ``expected_rev``, so an agent's write in between
   becomes a conflict, never a lost update. Author: ``person via sync mirror (HOST:DIR)``.
 - store -> DIR: ``store.changes(since=last_seq)`` is polled every ``poll`` seconds
-  (default 50 ms); changed paths are written into DIR atomically and checked, see
-  :mod:`memfs.sync.disk`. memfs's own writes are recognised by content hash and never
-  echoed back.
+  (default 50 ms; a store that pushes its changes wakes the mirror at each commit
+  instead, :mod:`memfs.sync.push`, and the poll is a 1 s safety net); changed paths
+  are written into DIR atomically and checked, see :mod:`memfs.sync.disk`. memfs's
+  own writes are recognised by content hash and never echoed back.
 - Every decision is the pure table in :mod:`memfs.sync.merge`; conflicts keep both
   versions (``name.conflict-YYYYmmdd-HHMMSS-local.ext`` beside the store's).
 - Deletions in DIR are corroborated: a path must stay missing for ``delete_grace``
@@ -56,6 +57,7 @@ from memfs.sync.disk import Disk, sha256
 from memfs.sync.mirror import Engine
 from memfs.sync.moves import try_rename
 from memfs.sync.names import ASIDE_PREFIX, TEMP_PREFIX
+from memfs.sync.push import StoreWaker
 from memfs.sync.state import StateFile, default_state_path
 from memfs.sync.watch import Debouncer, Due, TreeHandler, watch_tree
 
@@ -69,6 +71,7 @@ log = logging.getLogger("memfs.sync")
 # The state may lag the work (replay is idempotent), so it is saved at most once a
 # second while busy: each save rewrites the whole record with an fsync.
 SAVE_EVERY = 1.0
+PUSHED_POLL = 1.0  # the poll of a store that pushes its changes
 ONCE_DEADLINE = 30.0  # a --once pass gives up on files that never stop changing
 
 
@@ -98,7 +101,8 @@ class Mirror:
         # The host makes the name unique per mirror: the merge trusts revisions with this
         # author to hold content that came from this DIR.
         self.author = author or f"person via sync mirror ({socket.gethostname()}:{root})"
-        self.poll = poll
+        # A pushing store wakes the loop itself (memfs.sync.push); polling is a safety net.
+        self.poll = max(poll, PUSHED_POLL) if self.store.pushes_changes else poll
         self.rescan = rescan
         self.state_file = StateFile(state_path or default_state_path(root, self.store.url))
         self.debouncer = Debouncer(quiet)
@@ -214,6 +218,8 @@ class Mirror:
         self.ready.set()
         if on_ready is not None:
             on_ready()
+        if self.store.pushes_changes and not once:
+            StoreWaker(self.store, self._remote_changed, self._stop).start()
         started = last_save = self._next_poll = time.monotonic()
         self._next_rescan = started + self.rescan
         while True:
@@ -248,6 +254,10 @@ class Mirror:
             wakes = [t for t in (next_due, None if once else self._next_poll) if t is not None]
             if not self.engine.again:
                 self.debouncer.wait(max(0.0, min(wakes, default=now) - time.monotonic()))
+
+    def _remote_changed(self) -> None:
+        self._next_poll = 0.0
+        self.debouncer.wake()
 
     def _step(self, now: float, *, stopping: bool, once: bool) -> None:
         if not self._check_root():

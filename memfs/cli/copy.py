@@ -1,0 +1,53 @@
+"""``memfs copy SRC_URL DST_URL``: a whole store into a new one, history included (for
+example an SQLite memory moved to the team's PostgreSQL server)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memfs.cli import stores
+from memfs.errors import MemfsError, StoreUnavailable
+
+
+@click.command()
+@click.argument("src_url", metavar="SRC_URL")
+@click.argument("dst_url", metavar="DST_URL")
+def copy(src_url: str, dst_url: str) -> None:
+    """Copy the store SRC_URL into the new, empty store DST_URL: files, retained
+    revisions with their authors and times, renames, deletions, the change log and
+    checkpoints. A progress bar shows on a terminal."""
+    from tqdm import tqdm
+
+    from memfs.history.copy import copy_store
+    from memfs.store import open_store
+
+    for url in (src_url, dst_url):
+        if not url.strip():
+            raise click.UsageError("store URLs must not be empty")
+    try:
+        with open_store(src_url) as src, open_store(dst_url) as dst:
+            with tqdm(
+                total=src.last_seq(),
+                unit="change",
+                desc="memfs copy",
+                disable=not sys.stderr.isatty(),
+                leave=False,
+            ) as bar:
+
+                def progress(done: int, total: int) -> None:
+                    bar.total = total
+                    bar.update(done - bar.n)
+
+                done = copy_store(src, dst, progress=progress)
+            usage = dst.usage()
+            url = dst.url
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, stores.FROM_OPTION)) from exc
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {url}")
+
+
+COMMANDS = [copy]

@@ -1,0 +1,185 @@
+"""What the PostgreSQL store adds to the shared contract: trees kept apart, the schema's
+version, the feed's order across connections, URLs and one-line connection errors."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from memfs.errors import NotFound, StoreUnavailable
+from memfs.store import Store, open_store
+from memfs.store.postgres_schema import SCHEMA_VERSION
+from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
+from tests.store_contract.common import A, tree
+
+
+@pytest.fixture
+def stores(pg_cluster: PgCluster) -> Iterator[Callable[..., Store]]:
+    opened: list[Store] = []
+
+    def make(url: str | None = None, **options: object) -> Store:
+        store = open_store(url or pg_cluster.url(), **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def _everything(store: Store) -> object:
+    """All a store shows of its tree, history and feed."""
+    files = {e.path: store.history(e.path) for e in store.walk() if e.is_file}
+    return (tree(store), files, store.changes(), store.usage(), store.checkpoints())
+
+
+def test_trees_in_one_database_never_see_each_other(
+    pg_cluster: PgCluster, stores: Callable[..., Store]
+) -> None:
+    a, b = stores(), stores()
+    b.write("shared/name.md", b"b's secret", author="b", parents=True)
+    b.set_checkpoint("b-point", author="b")
+    before = _everything(b)
+    secret = hashlib.sha256(b"b's secret").hexdigest()
+    # A is empty whatever B holds, for every read.
+    assert tree(a) == {} and a.changes() == [] and a.last_seq() == 0
+    assert a.usage().files == 0 and a.checkpoints() == [] and a.unused(2**62) == []
+    for read in (
+        lambda: a.stat("shared"),
+        lambda: a.read("shared/name.md"),
+        lambda: a.listdir("shared"),
+        lambda: list(a.walk("shared")),
+        lambda: a.history("shared/name.md"),
+        lambda: a.read_revision("shared/name.md", b.stat("shared/name.md").rev),
+        lambda: a.read_blob(secret),
+    ):
+        with pytest.raises(NotFound):
+            read()
+    assert a.subtree_extent("") == (0, 0)
+    # Every mutation of A, at B's very names, leaves B as it was.
+    a.write("shared/name.md", b"a's own", author=A, parents=True)
+    a.write("shared/other.md", b"x", author=A)
+    a.truncate("shared/other.md", 0, author=A)
+    a.set_attrs("shared/name.md", author=A, mode=0o644)
+    a.symlink("shared/link", "name.md", author=A)
+    a.mkdir("d", author=A)
+    a.rename("shared/other.md", "d/moved.md", author=A)
+    a.mark_used(["shared/name.md"])
+    with a.batch():
+        a.write("in-batch.md", b"1", author=A)
+    a.set_checkpoint("b-point", author=A)  # the same name, another tree
+    a.delete_checkpoint("b-point")
+    a.write("shared/name.md", b"a's newer", author=A)
+    a.redact("shared/name.md", a.history("shared/name.md")[1].rev, author=A)
+    a.delete("shared", author=A, recursive=True)
+    assert a.wait_for_changes(a.last_seq(), 0.05) is False
+    assert _everything(b) == before
+    assert b.read("shared/name.md")[0] == b"b's secret" and b.read_blob(secret) == b"b's secret"
+    # Same revision numbers in both trees: each tree counts its own.
+    assert b.stat("shared/name.md").rev <= b.last_seq()
+    # Opening B's tree again finds it; a new name is a new, empty tree.
+    again = stores(b.url)
+    assert tree(again) == tree(b)
+    assert tree(stores(pg_cluster.url("brand-new"))) == {}
+
+
+def test_a_follower_never_skips_a_seq_committed_late(stores: Callable[..., Store]) -> None:
+    writer_stores = [stores() for _ in range(1)]
+    url = writer_stores[0].url
+    writers = [stores(url) for _ in range(6)]
+    follower = stores(url)
+    seen: list[int] = []
+    done = threading.Event()
+
+    def follow() -> None:
+        cursor = 0
+        while True:
+            finished = done.is_set()
+            for change in follower.changes(since=cursor):
+                seen.append(change.seq)
+                cursor = change.seq
+            if finished:
+                return
+            follower.wait_for_changes(cursor, 0.05)
+
+    def write(store: Store, n: int) -> None:
+        for i in range(40):
+            store.write(f"w{n}/f{i % 4}", b"%d" % i, author=f"w{n}", parents=True)
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    threads = [threading.Thread(target=write, args=(s, n)) for n, s in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    done.set()
+    reader.join(60)
+    last = follower.last_seq()
+    # Every number from 1 to the last, each once, in order: none was passed over.
+    assert seen == list(range(1, last + 1)) and last >= 6 * 40
+
+
+def test_a_newer_schema_is_refused_in_one_line(pg_cluster: PgCluster) -> None:
+    pg_cluster.psql("DROP DATABASE IF EXISTS newer", db="postgres")
+    pg_cluster.psql("CREATE DATABASE newer", db="postgres")
+    url = pg_cluster.url(db="newer")
+    open_store(url).close()
+    pg_cluster.psql(
+        f"UPDATE memfs.meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'",
+        db="newer",
+    )
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert f"schema {SCHEMA_VERSION + 1}" in message and "upgrade memfs" in message
+    assert "\n" not in message
+
+
+def test_connection_problems_say_what_to_do(pg_cluster: PgCluster) -> None:
+    sock = pg_cluster.socket_dir
+    cases = {
+        f"postgresql://{PASSWORD_USER}:wrong@/{DATABASE}?host={sock}": "refused the password",
+        f"postgresql://{PASSWORD_USER}@/{DATABASE}?host={sock}": "wants a password",
+        f"postgresql://{SUPERUSER}@/nosuchdb?host={sock}": "createdb nosuchdb",
+        f"postgresql://ghost@/{DATABASE}?host={sock}": "createuser ghost",
+        f"postgresql://{SUPERUSER}@/{DATABASE}?host={sock}/missing": "no PostgreSQL server",
+        f"postgresql:///{DATABASE}?host={sock}&nosuchparam=1": "not a valid PostgreSQL URL",
+    }
+    env = {k: os.environ.pop(k) for k in ("PGPASSWORD", "PGPASSFILE") if k in os.environ}
+    try:
+        for url, expected in cases.items():
+            with pytest.raises(StoreUnavailable) as caught:
+                open_store(url)
+            message = str(caught.value)
+            assert expected in message and "\n" not in message, (url, message)
+            assert "wrong" not in message  # never the password
+    finally:
+        os.environ.update(env)
+
+
+def test_password_pgpass_and_pg_environment_are_honoured(
+    pg_cluster: PgCluster, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    sock = pg_cluster.socket_dir
+    with_password = f"postgresql://{PASSWORD_USER}:{PASSWORD}@/{DATABASE}?host={sock}&tree=pw"
+    store = open_store(with_password)
+    try:
+        store.write("f", b"1", author=A)
+        assert PASSWORD not in store.url and "tree=pw" in store.url
+    finally:
+        store.close()
+    pgpass = Path(str(tmp_path)) / "pgpass"
+    pgpass.write_text(f"*:*:*:{PASSWORD_USER}:{PASSWORD}\n")
+    pgpass.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(pgpass))
+    monkeypatch.setenv("PGHOST", str(sock))
+    monkeypatch.setenv("PGUSER", PASSWORD_USER)
+    with open_store(f"postgresql:///{DATABASE}?tree=pw") as same:
+        assert same.read("f")[0] == b"1"
