@@ -55,16 +55,12 @@ def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
     return choice, parse_rel(path.strip("/")).rel
 
 
-def _require_existing(choice: StoreChoice) -> None:
-    """Refuse to create a store just to show that it has no history."""
-    from memfs.store.sqlite_options import path_from_url
-
-    url = choice.url
-    if "://" in url and not url.lower().startswith("sqlite://"):
-        return  # a server store: opening it creates no file
-    file = path_from_url(url.partition("?")[0] if "://" in url else url)
-    if not file.exists():
-        raise click.ClickException(f"no store at {file}; {choice.elsewhere}")
+def require_existing(choice: StoreChoice) -> None:
+    """Refuse to create a store just to show that it has nothing (one line, exit 1)."""
+    try:
+        stores.require_existing_store(choice)
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @contextmanager
@@ -85,7 +81,7 @@ def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        _require_existing(choice)
+        require_existing(choice)
         with open_store(choice.url) as store:
             yield store, rel, choice
     except StoreUnavailable as exc:
@@ -120,7 +116,7 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        _require_existing(choice)
+        require_existing(choice)
         with open_store(choice.url) as store:
             if show_rev is not None:
                 data = store.read_revision(rel, show_rev)
@@ -137,4 +133,4 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
 
 COMMANDS = [history]
 
-__all__ = ["COMMANDS", "format_revision", "local_time", "resolve", "target"]
+__all__ = ["COMMANDS", "format_revision", "local_time", "require_existing", "resolve", "target"]

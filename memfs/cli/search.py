@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import _require_existing, resolve
+from memfs.cli.history import require_existing, resolve
 from memfs.errors import MemfsError, PathError, QueryError, StoreUnavailable
 from memfs.store.base import SearchHit, Store
 
@@ -100,7 +100,7 @@ def search(
     if path is not None and state.lookup(path) is not None:
         mount_base = state.normalize(path)
     try:
-        _require_existing(choice)
+        require_existing(choice)
         with open_store(choice.url) as store:
             _build_index(store)
             hits = store.search(query, rel, regex=regex, limit=limit)

@@ -319,6 +319,7 @@ class Tree:
             if changed >= EDIT_TRIES:
                 break
             fd, st = self._open_file(dir_fd, path)
+            renamed = False
             try:
                 _lock(fd)
                 now = lstat_at(dir_fd, path.name)
@@ -344,11 +345,18 @@ class Tree:
                         continue
                     os.rename(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                     tmp = ""
+                    renamed = True  # done: from here on nothing may start the edit again
                 finally:
                     if tmp:
                         self._discard(dir_fd, tmp)
                 self.sync_dir(dir_fd)
                 return
+            except OSError as exc:
+                # On a FUSE mount a descriptor of a file another writer replaced after
+                # our lstat answers ESTALE (libfuse forgets the replaced inode): that is
+                # "replaced while we waited" once more, so start again on the new file.
+                if exc.errno != errno.ESTALE or renamed:
+                    raise
             finally:
                 os.close(fd)
         raise Conflict(path.model, path=path.model)
