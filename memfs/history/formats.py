@@ -189,7 +189,9 @@ def read_zip(path: Path) -> Iterator[Member]:
                 kind = "link"
             elif info.is_dir():
                 kind = "dir"
-            elif unix and not stat.S_ISREG(unix):
+            elif stat.S_IFMT(unix) not in (0, stat.S_IFREG):
+                # Many tools record only permission bits; a type other than a file is
+                # one import does not take.
                 kind = "special"
             else:
                 kind = "file"
