@@ -32,10 +32,10 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from memfs.errors import ImportRefused, NotFound, TransferError
 from memfs.history.author import author_for
+from memfs.history.copy import Progress  # told how much is done; the CLI draws the bar
 from memfs.history.formats import (
     Format,
     Member,
@@ -53,14 +53,6 @@ SDK_DIR = "memories"
 _SDK_TEMP = re.compile(
     r"(^|/)\.tmp-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 )
-
-
-class Progress(Protocol):
-    """Told how much is done; the CLI draws a bar with it, the library draws nothing."""
-
-    def start(self, total: int | None) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
 
 
 class _Silent:
@@ -178,8 +170,7 @@ def _copy_history(src: Store, db: Path, progress: Progress) -> None:
     from memfs.store import open_store
 
     with open_store(db) as dst:
-        copy_store(src, dst, progress=None)
-    del progress
+        copy_store(src, dst, progress=progress)
 
 
 # --- import ------------------------------------------------------------------------------
@@ -400,11 +391,15 @@ def _import_history(store: Store, src: Path, fmt: Format, progress: Progress) ->
     with tempfile.TemporaryDirectory(prefix="memfs-import-") as tmp:
         db = _history_file(src, fmt, Path(tmp))
         with open_store(db) as carried:
-            copy_store(carried, store, progress=None)
+            # Retention is judged by the reader's clock: read the carried store as of its
+            # last change, so what it held then is not trimmed for the time since.
+            last = carried.changes(0, 1, newest_first=True)
+            if last:
+                carried.clock = lambda t=last[0].time_ns: t
+            copy_store(carried, store, progress=progress)
             result = ImportResult(f"{fmt} with history", revisions=store.last_seq())
             usage = store.usage()
             result.files, result.dirs, result.bytes = usage.files, usage.dirs, usage.bytes
-    del progress
     return result
 
 
@@ -419,7 +414,7 @@ def _history_file(src: Path, fmt: Format, tmp: Path) -> Path:
             return out
     else:
         for member in _members(src, fmt):
-            if member.name.lstrip("./") == HISTORY_NAME and member.read is not None:
+            if member.name.removeprefix("./") == HISTORY_NAME and member.read is not None:
                 out.write_bytes(member.read())
                 return out
     raise TransferError(f"cannot import {src} with --history: it carries no {HISTORY_NAME}")
