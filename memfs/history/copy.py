@@ -1,160 +1,186 @@
-"""Copy one store into another, history included: :func:`copy_store`.
+"""Copy a whole store into an empty one, history included, through the Store API alone.
 
-The source's change feed is replayed into the destination in order, each change by its
-own author at its own time (the destination's ``clock`` is set to the change's time for
-the call), with the content of the revision it made read back from the source. So the
-copy has the same revisions at the same paths with the same authors, times, sizes and
-hashes, and the same feed, change for change: its own numbers, in the same order.
+:func:`copy_store` replays the source's change feed in order on the destination, each
+mutation with the source's author and, through ``dst.clock``, its original time, in
+batches of :data:`BATCH` changes (one transaction each). So the destination gets:
 
-What the source no longer holds cannot be copied: the content of a revision that is no
-longer retained or was redacted, the mode of a directory at creation, a symlink's
-target once it is gone. Such a change is left out, and after the replay the
-destination's tree is made exactly the source's current tree (content, modes, mtimes,
-owners) by whatever writes, attribute changes and deletes that takes, authored as the
-source's entries were. Checkpoints are copied, pointing at the same points.
+- every retained revision, with its author and time, at the path it was made at (a
+  content change whose content is no longer retained is replayed as the nearest content
+  still known, so the renames and deletes that follow it still apply);
+- renames (with their arrival revisions), deletions and the tombstoned histories they
+  leave, timed as they were, so retention goes on from the same dates;
+- the change log, one record per source record as far as its content is retained
+  (revision numbers are the destination's own);
+- checkpoints, at the destination's point matching the source's.
 
-Everything happens in one :meth:`~memfs.store.base.Store.batch` of the destination: a
-copy that fails (a cap, a full disk) leaves it as it was.
+A last pass makes the tree exactly the source's now (content, symlink targets, modes,
+owners, mtimes), whatever the replay could not know (an ``attr`` change records no
+values). Not copied: redaction marks (redacted content is gone, so those revisions are
+replayed as the nearest known content) and last-use times. The destination must be
+empty: copying never merges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+import contextlib
+from collections.abc import Callable, Iterator
 
-from memfs.errors import CapExceeded, NotFound, StoreError, StoreUnavailable, TooLarge
-from memfs.store.base import Change, Store
+from memfs.errors import NotFound, StoreError
+from memfs.store.base import Change, Entry, Store
 
-_PAGE = 1000
-_AUTHOR = "memfs copy"
-
-
-class Progress(Protocol):
-    def start(self, total: int | None) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
+BATCH = 200
+Progress = Callable[[int, int], None]  # (changes done, changes in all)
+_PLACEHOLDER_TARGET = ".memfs-copy-unknown-target"
 
 
-def copy_store(src: Store, dst: Store, *, progress: Progress | None = None) -> None:
-    """Replay ``src`` into ``dst`` (see the module docstring). ``dst`` is normally empty;
-    if it is not, the source's changes are applied on top and its tree ends as the
-    source's."""
-    if progress is not None:
-        progress.start(src.last_seq())
-    clock = dst.clock
-    seqs: dict[int, int] = {0: dst.last_seq()}  # source seq -> destination seq after it
+class CopyError(StoreError):
+    """The destination is not empty, or the copy could not go on."""
+
+
+def copy_store(src: Store, dst: Store, *, progress: Progress | None = None) -> int:
+    """Replay ``src`` into the empty ``dst``; returns how many changes were replayed."""
+    if dst.last_seq() > 0 or any(True for _ in dst.walk()):
+        raise CopyError(f"the destination {dst.url} is not empty; copy into a new store")
+    total = src.last_seq()
+    marks = {c.seq: c for c in src.checkpoints()}
+    report = progress or (lambda done, all_: None)
+    report(0, total)
+    done = 0
+    original_clock = dst.clock
     try:
+        for chunk in _chunks(src, stops=set(marks)):
+            with dst.batch():
+                for change in chunk:
+                    dst.clock = _at(change.time_ns)
+                    _replay(src, dst, change)
+            done = chunk[-1].seq
+            for checkpoint in [marks[s] for s in marks if s <= done]:
+                dst.clock = _at(checkpoint.time_ns)
+                dst.set_checkpoint(checkpoint.name, author=checkpoint.author)
+                del marks[checkpoint.seq]
+            report(done, total)
+        for checkpoint in marks.values():  # named before any change (seq 0)
+            dst.clock = _at(checkpoint.time_ns)
+            dst.set_checkpoint(checkpoint.name, author=checkpoint.author, seq=0)
+        last = src.changes(newest_first=True, limit=1)
+        dst.clock = _at(last[0].time_ns) if last else original_clock
         with dst.batch():
-            for change in _feed(src):
-                dst.clock = lambda t=change.time_ns: t
-                _replay(src, dst, change)
-                seqs[change.seq] = dst.last_seq()
-                if progress is not None:
-                    progress.advance()
-            _reconcile(src, dst)
-            for checkpoint in src.checkpoints():
-                dst.clock = lambda t=checkpoint.time_ns: t
-                at = max((s for s in seqs if s <= checkpoint.seq), default=0)
-                dst.set_checkpoint(checkpoint.name, author=checkpoint.author, seq=seqs[at])
+            _settle(src, dst)
     finally:
-        dst.clock = clock
+        dst.clock = original_clock
+    report(total, total)
+    return done
 
 
-def _feed(store: Store) -> Iterator[Change]:
+def _at(time_ns: int) -> Callable[[], int]:
+    return lambda: time_ns
+
+
+def _chunks(src: Store, stops: set[int]) -> Iterator[list[Change]]:
+    """The feed in batches, each ending at a checkpoint's seq when one falls inside."""
     since = 0
     while True:
-        page = store.changes(since, _PAGE)
-        yield from page
-        if len(page) < _PAGE:
+        changes = src.changes(since, limit=BATCH)
+        if not changes:
             return
-        since = page[-1].seq
+        cut = next((i for i, c in enumerate(changes) if c.seq in stops), None)
+        if cut is not None:
+            changes = changes[: cut + 1]
+        yield changes
+        since = changes[-1].seq
 
 
-def _exists(store: Store, path: str) -> bool:
-    try:
-        store.stat(path)
-    except NotFound:
-        return False
-    return True
+def _content(src: Store, change: Change) -> bytes | None:
+    """The content that change made, if the source still retains it."""
+    if change.sha256 is not None:
+        with contextlib.suppress(NotFound):
+            return src.read_blob(change.sha256)
+    return None
 
 
 def _replay(src: Store, dst: Store, change: Change) -> None:
-    author, path = change.author, change.path
-    try:
+    author = change.author
+    # A mutation the destination refuses (it diverged where the source's content was
+    # not retained) leaves nothing inside the batch; the last pass puts things right.
+    with contextlib.suppress(StoreError):
         if change.kind in ("create", "modify"):
-            if change.rev is None:
-                return
-            try:
-                data = src.read_revision(path, change.rev)
-            except NotFound:  # not retained, or redacted
-                return
-            mode = _current_mode(src, path)
-            dst.write(path, data, author=author, parents=True, mode=mode)
+            data = _content(src, change)
+            if data is None:
+                if _exists(dst, change.path):
+                    return  # not retained: the next known content follows
+                data = b""
+            dst.write(change.path, data, author=author, parents=True)
         elif change.kind == "mkdir":
-            dst.mkdir(path, author=author, parents=True, exist_ok=True, mode=_dir_mode(src, path))
-        elif change.kind in ("delete", "rmdir"):
-            if _exists(dst, path):
-                dst.delete(path, author=author, recursive=change.kind == "rmdir")
-        elif change.kind == "rename":
-            if change.old_path is not None and _exists(dst, change.old_path):
-                dst.rename(change.old_path, path, author=author, overwrite=True)
+            dst.mkdir(change.path, author=author, parents=True, exist_ok=True)
         elif change.kind == "symlink":
-            try:
-                target = src.stat(path).target
-            except NotFound:
-                return
-            if target is not None and not _exists(dst, path):
-                dst.symlink(path, target, author=author)
-        # "attr" changes carry no values in the feed; the reconcile sets the final ones.
-    except (CapExceeded, TooLarge, StoreUnavailable):
-        raise
-    except StoreError:
-        return  # a change the copy cannot make as it was; the reconcile mends the tree
+            dst.symlink(change.path, _target(src, change.path), author=author)
+        elif change.kind in ("delete", "rmdir"):
+            if _exists(dst, change.path):
+                dst.delete(change.path, author=author, recursive=True)
+        elif change.kind == "rename" and change.old_path is not None:
+            dst.rename(change.old_path, change.path, author=author, overwrite=True)
+        elif change.kind == "attr" and _exists(dst, change.path):
+            entry = _entry(src, change.path)
+            if entry is not None:
+                # The record holds no values: the source's present ones stand in (later
+                # writes move mtime on as they did in the source).
+                dst.set_attrs(
+                    change.path,
+                    author=author,
+                    mode=entry.mode,
+                    uid=entry.uid,
+                    gid=entry.gid,
+                    mtime_ns=entry.mtime_ns,
+                )
 
 
-def _current_mode(store: Store, path: str) -> int | None:
+def _exists(store: Store, path: str) -> bool:
+    return _entry(store, path) is not None
+
+
+def _entry(store: Store, path: str) -> Entry | None:
     try:
-        entry = store.stat(path)
+        return store.stat(path)
     except NotFound:
         return None
-    return entry.mode if entry.is_file else None
 
 
-def _dir_mode(store: Store, path: str) -> int:
-    try:
-        entry = store.stat(path)
-    except NotFound:
-        return 0o700
-    return entry.mode if entry.is_dir else 0o700
+def _target(src: Store, path: str) -> str:
+    entry = _entry(src, path)
+    return entry.target if entry is not None and entry.target else _PLACEHOLDER_TARGET
 
 
-def _reconcile(src: Store, dst: Store) -> None:
-    """Make ``dst``'s tree exactly ``src``'s current one."""
+def _settle(src: Store, dst: Store) -> None:
+    """Make ``dst``'s tree exactly ``src``'s now."""
     wanted = {e.path: e for e in src.walk()}
-    extra = [e.path for e in dst.walk() if e.path not in wanted or wanted[e.path].kind != e.kind]
-    for path in sorted(extra, key=lambda p: p.count("/"), reverse=True):
-        if _exists(dst, path):
-            dst.delete(path, author=_AUTHOR, recursive=True)
-    for path, entry in wanted.items():
-        dst.clock = lambda t=entry.ctime_ns: t
-        if entry.is_dir:
-            dst.mkdir(path, author=_AUTHOR, exist_ok=True, mode=entry.mode)
+    for entry in sorted(dst.walk(), key=lambda e: e.path, reverse=True):
+        there = wanted.get(entry.path)
+        if there is None or there.kind != entry.kind or there.target != entry.target:
+            with contextlib.suppress(NotFound):
+                dst.delete(entry.path, author="memfs copy", recursive=True)
+    for path, entry in wanted.items():  # parents first
+        have = _entry(dst, path)
+        if entry.is_dir and have is None:
+            dst.mkdir(path, author="memfs copy", mode=entry.mode, parents=True)
+        elif entry.kind == "symlink" and have is None:
+            dst.symlink(path, entry.target or _PLACEHOLDER_TARGET, author="memfs copy")
         elif entry.is_file:
-            data, _ = src.read(path)
-            if not _exists(dst, path) or dst.read(path)[0] != data:
-                last = src.history(path, 0)[0]
-                dst.clock = lambda t=last.time_ns: t
-                dst.write(path, data, author=last.author, mode=entry.mode)
-        elif not _exists(dst, path) and entry.target is not None:
-            dst.symlink(path, entry.target, author=_AUTHOR)
+            data = src.read(path)[0]
+            if have is None or dst.read(path)[0] != data:
+                author = src.history(path, limit=1)[0].author
+                dst.write(path, data, author=author, parents=True)
         now = dst.stat(path)
-        same = (now.mode, now.mtime_ns, now.uid, now.gid)
-        if same != (entry.mode, entry.mtime_ns, entry.uid, entry.gid):
+        if (now.mode, now.uid, now.gid, now.mtime_ns) != (
+            entry.mode,
+            entry.uid,
+            entry.gid,
+            entry.mtime_ns,
+        ):
             dst.set_attrs(
                 path,
-                author=_AUTHOR,
+                author="memfs copy",
                 mode=entry.mode,
-                mtime_ns=entry.mtime_ns,
                 uid=entry.uid,
                 gid=entry.gid,
+                mtime_ns=entry.mtime_ns,
             )

@@ -20,7 +20,8 @@ conflict (importing an export twice changes nothing). A cap the import would pas
 raises :class:`~memfs.errors.CapExceeded` and leaves the store as it was.
 
 With ``history=True`` the carried store is copied whole into ``store``, which must be
-empty (no change in its feed yet), by :func:`memfs.history.copy.copy_store`.
+empty (no change in its feed yet), by :func:`memfs.history.copy.copy_store` (branch
+``pg``'s), inside one batch of ``store``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from memfs.errors import ImportRefused, NotFound, TransferError
 from memfs.history.author import author_for
-from memfs.history.copy import Progress  # told how much is done; the CLI draws the bar
 from memfs.history.formats import (
     Format,
     Member,
@@ -53,6 +54,28 @@ SDK_DIR = "memories"
 _SDK_TEMP = re.compile(
     r"(^|/)\.tmp-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 )
+
+
+class Progress(Protocol):
+    """Told how much is done; the CLI draws a bar with it, the library draws nothing."""
+
+    def start(self, total: int | None) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+
+def _reporter(progress: Progress) -> Callable[[int, int], None]:
+    """copy_store's ``(done, total)`` reports as :class:`Progress` calls."""
+    state = {"done": -1}
+
+    def report(done: int, total: int) -> None:
+        if state["done"] < 0:
+            progress.start(total)
+            state["done"] = 0
+        progress.advance(done - state["done"])
+        state["done"] = done
+
+    return report
 
 
 class _Silent:
@@ -170,7 +193,7 @@ def _copy_history(src: Store, db: Path, progress: Progress) -> None:
     from memfs.store import open_store
 
     with open_store(db) as dst:
-        copy_store(src, dst, progress=progress)
+        copy_store(src, dst, progress=_reporter(progress))
 
 
 # --- import ------------------------------------------------------------------------------
@@ -396,7 +419,9 @@ def _import_history(store: Store, src: Path, fmt: Format, progress: Progress) ->
             last = carried.changes(0, 1, newest_first=True)
             if last:
                 carried.clock = lambda t=last[0].time_ns: t
-            copy_store(carried, store, progress=progress)
+            # copy_store commits in batches; the outer one makes the import all or nothing.
+            with store.batch():
+                copy_store(carried, store, progress=_reporter(progress))
             result = ImportResult(f"{fmt} with history", revisions=store.last_seq())
             usage = store.usage()
             result.files, result.dirs, result.bytes = usage.files, usage.dirs, usage.bytes
