@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.model_server",
     "tests.fixtures.sync",
     "tests.fixtures.bad_stores",
+    "tests.fixtures.clock",
 ]
 
 

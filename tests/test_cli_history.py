@@ -21,13 +21,7 @@ SHA_V1 = hashlib.sha256(b"v1\n").hexdigest()[:12]
 SHA_V2 = hashlib.sha256(b"v2\n").hexdigest()[:12]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 @pytest.fixture

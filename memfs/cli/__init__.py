@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from memfs import __version__
-from memfs.cli import agent, history, mount, status, sync, tool, transfer
+from memfs.cli import agent, history, log, mount, restore, status, sync, tool, transfer
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +18,6 @@ def main() -> None:
     """memfs: one memory tree shared by people and Claude."""
 
 
-for module in (tool, mount, status, sync, agent, history, transfer):
+for module in (tool, mount, status, sync, agent, history, log, restore, transfer):
     for command in module.COMMANDS:
         main.add_command(command)

@@ -8,6 +8,8 @@ in ``--store`` or the user's store. A deleted file's path shows its retained
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -16,15 +18,18 @@ import click
 from memfs.cli import stores
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, PathError, StoreUnavailable
-from memfs.store.base import Revision
+from memfs.store.base import Revision, Store
 
 
-def _local_time(time_ns: int) -> str:
+def local_time(time_ns: int) -> str:
     return datetime.fromtimestamp(time_ns / 1e9).astimezone().isoformat(timespec="seconds")
 
 
 def format_revision(r: Revision) -> str:
-    return f"{r.rev}  {_local_time(r.time_ns)}  {r.author}  {r.size}  {r.sha256[:12]}"
+    line = f"{r.rev}  {local_time(r.time_ns)}  {r.author}  {r.size}  {r.sha256[:12]}"
+    if r.redacted_by is not None:
+        line += f"  redacted by {r.redacted_by} at {local_time(r.redacted_ns or 0)}"
+    return line
 
 
 def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
@@ -60,6 +65,39 @@ def _require_existing(choice: StoreChoice) -> None:
     file = path_from_url(url.partition("?")[0] if "://" in url else url)
     if not file.exists():
         raise click.ClickException(f"no store at {file}; {choice.elsewhere}")
+
+
+@contextmanager
+def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str, StoreChoice]]:
+    """The opened store and store-relative path a history command works on, every
+    error turned into its one line. Without ``path``: the whole tree of the mount the
+    current directory is in, else of ``--store`` or the user's store."""
+    from memfs.store import open_store
+
+    try:
+        if path is None:
+            choice = resolve(".", store_url)[0] if _in_mount() else stores.choose(store_url)
+            rel = ""
+        else:
+            choice, rel = resolve(path, store_url)
+    except PathError as exc:
+        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        _require_existing(choice)
+        with open_store(choice.url) as store:
+            yield store, rel, choice
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+    except MemfsError as exc:
+        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+
+
+def _in_mount() -> bool:
+    from memfs.mount import state
+
+    return state.lookup(".") is not None
 
 
 @click.command()
@@ -99,4 +137,4 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
 
 COMMANDS = [history]
 
-__all__ = ["COMMANDS", "format_revision", "resolve"]
+__all__ = ["COMMANDS", "format_revision", "local_time", "resolve", "target"]

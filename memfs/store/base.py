@@ -35,9 +35,10 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
    subtree moved with it, and a destination it replaced is implied, not recorded.
    A refused mutation appends nothing. A change that made file revisions carries the
    newest one as ``rev`` (a rename: the last arrival revision it made, or None when no
-   file moved) and, while that revision is retained, its ``size`` and ``sha256``; so
-   every revision number belongs to exactly one change, and "the tree at revision R"
-   means the tree after the change that made R.
+   file moved), so every revision number belongs to exactly one change and "the tree
+   at revision R" means the tree after the change that made R. A change that left
+   content at ``path`` (create, modify, a file's rename) carries its ``size`` and
+   ``sha256`` for good, even after the revision is no longer retained.
 6. **History belongs to paths.** Every revision records the path it was made at, and
    ``history(path)`` returns the retained revisions made at that path, newest first,
    whatever file they belonged to, so no save pattern loses a file's history:
@@ -171,7 +172,7 @@ class Change:
     time_ns: int
     old_path: str | None = None
     rev: int | None = None
-    # Of revision ``rev`` of ``path`` while it is retained (create, modify, rename).
+    # The content this change left at ``path`` (create, modify, a file's rename).
     size: int | None = None
     sha256: str | None = None
 
@@ -395,7 +396,10 @@ class Store(abc.ABC):
         transaction: all of them or none, and other readers see the tree before or
         after. A mutation that raises inside leaves nothing and the batch may go on;
         an exception leaving the block undoes the whole batch. Batches nest (the inner
-        joins the outer)."""
+        joins the outer). Every change inside carries one time, the clock's when the
+        batch began, so the log shows a batch as one operation (``memfs undo`` reverts
+        it whole); a ``clock`` replaced inside the batch gives the times from then on (a
+        copy that keeps the original times does that)."""
 
     def defer_maintenance(self) -> None:
         """Promise to call :meth:`maintain` about once a second from now on.

@@ -41,7 +41,6 @@ from memfs.store.sqlite_conn import (
     translate,
     unpack_blob,
 )
-from memfs.store.sqlite_history import REDACTED
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_writes import SqliteWrites
 
@@ -137,19 +136,15 @@ class SqliteStore(SqliteWrites, Store):
             rows = (
                 self._db()
                 .execute(
-                    "SELECT c.seq, c.kind, c.path, c.author, c.time_ns, c.old_path, c.rev,"
-                    " r.size, r.sha256 FROM changes c LEFT JOIN revisions r"
-                    " ON r.path = c.path AND r.rev = c.rev"
-                    f" WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq {order} LIMIT ?",
+                    "SELECT seq, kind, path, author, time_ns, old_path, rev, size, sha256"
+                    f" FROM changes WHERE seq > ? AND seq <= ? ORDER BY seq {order} LIMIT ?",
                     (since, _MAX_SEQ if until is None else until, -1 if limit is None else limit),
                 )
                 .fetchall()
             )
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
-        return [
-            Change(*row[:-1], row[-1].removeprefix(REDACTED) if row[-1] else None) for row in rows
-        ]
+        return [Change(*row) for row in rows]
 
     def last_seq(self) -> int:
         try:

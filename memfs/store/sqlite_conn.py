@@ -71,7 +71,8 @@ def unpack_blob(codec: int | None, stored: bytes | None) -> bytes:
 SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
 NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
 RECORD = (
-    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
+    " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)"
 )
 TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
 
@@ -224,8 +225,22 @@ class SqliteConnections:
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        with self._tx():
-            yield
+        outer = getattr(self._local, "batch_depth", 0) == 0
+        if outer:
+            self._local.frozen = (self.clock, self.clock())
+        try:
+            with self._tx():
+                yield
+        finally:
+            if outer:
+                self._local.frozen = None
+
+    def _now(self) -> int:
+        """The time a mutation records: the batch's (see Store.batch), else the clock's."""
+        frozen = getattr(self._local, "frozen", None)
+        if frozen is not None and frozen[0] is self.clock:
+            return int(frozen[1])
+        return self.clock()
 
     def _counter(self, db: sqlite3.Connection, name: str) -> int:
         return int(db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
@@ -243,8 +258,16 @@ class SqliteConnections:
         *,
         old_path: str | None = None,
         rev: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
     ) -> None:
-        db.execute(RECORD, (kind, path, old_path, author, now, rev))
+        # The content's hash stays in the feed when its revision row is pruned, so a
+        # restore can still find the bytes wherever another revision keeps them.
+        db.execute(
+            "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, path, old_path, author, now, rev, size, sha256),
+        )
 
     def close(self) -> None:
         with self._conns_lock:

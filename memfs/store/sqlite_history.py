@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from memfs.errors import NotFound, Redacted
 from memfs.store.base import Entry, Revision
@@ -64,7 +66,8 @@ class SqliteHistory(SqliteConnections):
     # --- recording ----------------------------------------------------------------------
     def _add_revision(
         self, db: sqlite3.Connection, path: str, rev: int, data: bytes, author: str, now: int
-    ) -> None:
+    ) -> str:
+        """Add revision ``rev`` of ``path`` holding ``data``; its SHA-256."""
         sha = hashlib.sha256(data).hexdigest()
         if db.execute("SELECT 1 FROM blob_refs WHERE sha256 = ?", (sha,)).fetchone() is None:
             codec, stored = pack_blob(data)
@@ -76,6 +79,7 @@ class SqliteHistory(SqliteConnections):
                 "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (?, ?, 0)", (sha, blob)
             )
         self._add_row(db, path, rev, author, now, len(data), sha)
+        return sha
 
     def _add_row(
         self,
@@ -96,9 +100,9 @@ class SqliteHistory(SqliteConnections):
 
     def _arrive(
         self, db: sqlite3.Connection, entry_id: int, old: str, path: str, author: str, now: int
-    ) -> int:
+    ) -> tuple[int, int, str]:
         """Record the file ``entry_id``, moved from ``old`` to ``path``, as arriving there;
-        the arrival's revision number."""
+        the arrival's revision number, size and SHA-256."""
         size, sha = db.execute(
             "SELECT r.size, r.sha256 FROM entries e JOIN revisions r ON r.path = ?"
             " AND r.rev = e.rev WHERE e.id = ?",
@@ -108,7 +112,7 @@ class SqliteHistory(SqliteConnections):
         rev = self._next_rev(db)
         db.execute("UPDATE entries SET rev = ? WHERE id = ?", (rev, entry_id))
         self._add_row(db, path, rev, author, now, size, sha)
-        return rev
+        return rev, size, sha
 
     def _tombstone(
         self, db: sqlite3.Connection, paths: list[str], now: int, *, moved: bool
@@ -194,22 +198,29 @@ class SqliteHistory(SqliteConnections):
             path, rev, author, time_ns, size, sha.removeprefix(REDACTED), redacted_by, redacted_ns
         )
 
-    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads seeing one state: a read transaction, or the batch's own."""
         db = self._db()
+        if db.in_transaction:  # inside a batch: it already is one consistent state
+            yield db
+            return
+        db.execute("BEGIN")
         try:
-            db.execute("BEGIN")
-            try:
+            yield db
+        finally:
+            db.execute("COMMIT")
+
+    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+        try:
+            with self._snapshot() as db:
                 return self._history_rows(db, path, limit)
-            finally:
-                db.execute("COMMIT")
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
 
     def read_revision(self, path: str, rev: int) -> bytes:
-        db = self._db()
         try:
-            db.execute("BEGIN")
-            try:
+            with self._snapshot() as db:
                 found = next((r for r in self._history_rows(db, path) if r.rev == rev), None)
                 row = None
                 if found is not None and found.redacted_by is None:
@@ -219,8 +230,6 @@ class SqliteHistory(SqliteConnections):
                         " WHERE r.path = ? AND r.rev = ?",
                         (path, rev),
                     ).fetchone()
-            finally:
-                db.execute("COMMIT")
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
         if found is not None and found.redacted_by is not None:

@@ -53,7 +53,7 @@ class SqliteKeeping(SqliteHistory):
 
     # --- last use -----------------------------------------------------------------------
     def mark_used(self, paths: list[str]) -> None:
-        now = self.clock()
+        now = self._now()
         fresh = now - USE_GRAIN_NS
         db = self._db()
         try:
@@ -100,7 +100,7 @@ class SqliteKeeping(SqliteHistory):
                 raise NotFound(f"there is no change {point} (the last is {last})")
             if db.execute("SELECT 1 FROM checkpoints WHERE name = ?", (name,)).fetchone():
                 raise AlreadyExists(f"a checkpoint named '{name}' already exists")
-            checkpoint = Checkpoint(name, point, self.clock(), author)
+            checkpoint = Checkpoint(name, point, self._now(), author)
             db.execute(
                 "INSERT INTO checkpoints (name, seq, time_ns, author) VALUES (?, ?, ?, ?)",
                 (checkpoint.name, checkpoint.seq, checkpoint.time_ns, checkpoint.author),
@@ -126,7 +126,7 @@ class SqliteKeeping(SqliteHistory):
     # --- redaction ------------------------------------------------------------------------
     def redact(self, path: str, rev: int, *, author: str) -> list[Revision]:
         self.history(path, limit=None)  # NotFound/IsADirectory as history would say
-        now = self.clock()
+        now = self._now()
         db = self._db()
         try:
             db.execute("PRAGMA secure_delete = ON")
@@ -165,7 +165,8 @@ class SqliteKeeping(SqliteHistory):
                 db.execute("PRAGMA secure_delete = OFF")
             # The blob's pages may still be in the WAL: copy it back (the freed pages
             # were zeroed) and truncate it, waiting up to busy_timeout for readers.
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not db.in_transaction:  # a batch's caller commits first
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
         return redacted

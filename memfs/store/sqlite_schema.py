@@ -202,6 +202,14 @@ def _v4(db: sqlite3.Connection) -> None:
     # The model's last read of a file (NULL: never); its last write is its current
     # revision's time, so writes pay nothing for expiry.
     db.execute("ALTER TABLE entries ADD COLUMN used_ns INTEGER")
+    # Changes keep their content's hash and size even after the revision row is pruned.
+    db.execute("ALTER TABLE changes ADD COLUMN size INTEGER")
+    db.execute("ALTER TABLE changes ADD COLUMN sha256 TEXT")
+    db.execute(
+        "UPDATE changes SET (size, sha256) = (SELECT r.size, r.sha256 FROM revisions r"
+        " WHERE r.path = changes.path AND r.rev = changes.rev)"
+        " WHERE kind IN ('create', 'modify') AND rev IS NOT NULL"
+    )
     db.execute("ALTER TABLE revisions ADD COLUMN redacted_by TEXT")
     db.execute("ALTER TABLE revisions ADD COLUMN redacted_ns INTEGER")
     db.execute(

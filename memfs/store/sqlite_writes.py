@@ -98,7 +98,7 @@ class SqliteWrites(SqliteKeeping):
         rel = self._valid(path)
         data = bytes(data)
         self._check_size(rel, len(data))
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -120,7 +120,7 @@ class SqliteWrites(SqliteKeeping):
                 ).lastrowid
                 assert entry_id is not None
                 db.execute(TOUCH, (now, now, parent_of(rel)))
-                self._record(db, "create", rel, author, now, rev=rev)
+                kind = "create"
             else:
                 entry_id, kind, current = row
                 if expected_rev == 0:
@@ -143,8 +143,9 @@ class SqliteWrites(SqliteKeeping):
                     "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
                     (len(data), now, now, rev, entry_id),
                 )
-                self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, rel, rev, data, author, now)
+                kind = "modify"
+            sha = self._add_revision(db, rel, rev, data, author, now)
+            self._record(db, kind, rel, author, now, rev=rev, size=len(data), sha256=sha)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
@@ -158,7 +159,7 @@ class SqliteWrites(SqliteKeeping):
         exist_ok: bool = False,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(STAT, (rel,)).fetchone()
             if row is not None:
@@ -176,7 +177,7 @@ class SqliteWrites(SqliteKeeping):
         size = len(target.encode("utf-8", errors="surrogateescape"))
         if size > 4096:
             raise TooLarge(f"the symlink target for '{rel}' is longer than 4096 bytes", path=rel)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is not None:
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -202,7 +203,7 @@ class SqliteWrites(SqliteKeeping):
         rel = self._valid(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
             if row is None:
@@ -254,7 +255,7 @@ class SqliteWrites(SqliteKeeping):
             return
         if dst.startswith(src + "/"):
             raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (src,)).fetchone()
             if row is None:
@@ -279,10 +280,14 @@ class SqliteWrites(SqliteKeeping):
             db.execute("UPDATE entries SET ctime_ns = ? WHERE path = ?", (now, dst))
             db.execute(TOUCH, (now, now, parent_of(src)))
             db.execute(TOUCH, (now, now, parent_of(dst)))
-            last = None
+            last: tuple[int | None, int | None, str | None] = (None, None, None)
             for entry_id, path in moved:
                 last = self._arrive(db, entry_id, path, dst + path[len(src) :], author, now)
-            self._record(db, "rename", dst, author, now, old_path=src, rev=last)
+            # A file's rename carries its content; a directory's only its last arrival.
+            size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            self._record(
+                db, "rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha
+            )
             self._sweep(db, now)
 
     def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
@@ -340,7 +345,7 @@ class SqliteWrites(SqliteKeeping):
         mtime_ns: int | None = None,
     ) -> Entry:
         rel = parse_rel(path).rel
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             if db.execute(LOOKUP, (rel,)).fetchone() is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
@@ -358,7 +363,7 @@ class SqliteWrites(SqliteKeeping):
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
         self._check_size(rel, size)
-        now = self.clock()
+        now = self._now()
         with self._tx() as db:
             row = db.execute(READ, (rel,)).fetchone()
             if row is None:
@@ -373,8 +378,8 @@ class SqliteWrites(SqliteKeeping):
                 "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, rev = ? WHERE id = ?",
                 (size, now, now, rev, entry_id),
             )
-            self._record(db, "modify", rel, author, now, rev=rev)
-            self._add_revision(db, rel, rev, data, author, now)
+            sha = self._add_revision(db, rel, rev, data, author, now)
+            self._record(db, "modify", rel, author, now, rev=rev, size=size, sha256=sha)
             self._sweep(db, now)
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 

@@ -22,7 +22,8 @@ class KeepingContract:
         store.mkdir("d", author=A)
         made = store.write("d/f", b"hello", author=A)
         store.rename("d", "e", author=A)
-        changes = store.changes()
+        store.rename("e/f", "e/g", author=A)
+        changes = store.changes()[:-1]
         create = next(c for c in changes if c.kind == "create")
         assert (create.rev, create.size) == (made.rev, 5)
         assert create.sha256 == hashlib.sha256(b"hello").hexdigest()
@@ -30,8 +31,22 @@ class KeepingContract:
         assert rename.kind == "rename"
         # The rename carries the arrival revision it made, so every revision belongs to
         # exactly one change.
-        assert rename.rev == store.stat("e/f").rev == store.history("e/f")[0].rev
+        assert rename.rev == store.history("e/f")[0].rev  # (tombstoned since: moved on)
         assert store.changes()[0].sha256 is None  # mkdir made no content
+        assert rename.sha256 is None  # a directory's move carries no content
+        moved = store.changes()[-1]
+        assert (moved.size, moved.sha256) == (5, create.sha256)  # a file's move does
+
+    def test_changes_keep_the_hash_after_the_revision_is_pruned(
+        self, make_store: MakeStore
+    ) -> None:
+        store = make_store(history=0)
+        store.write("f", b"old", author=A)
+        store.write("f", b"new", author=A)
+        assert [c.sha256 for c in store.changes()] == [
+            hashlib.sha256(b"old").hexdigest(),
+            hashlib.sha256(b"new").hexdigest(),
+        ]
 
     def test_changes_read_newest_first_and_up_to_a_bound(self, store: Store) -> None:
         for i in range(5):
@@ -104,7 +119,20 @@ class KeepingContract:
                 store.write("a", b"2", author=A, expected_rev=0)
             with store.batch():
                 store.write("b", b"2", author=A)
+            # Reads inside a batch see its own changes.
+            assert [r.author for r in store.history("a")] == [A]
+            assert store.read_revision("a", store.stat("a").rev) == b"1"
         assert tree(store) == {"keep": ("file", b"k"), "a": ("file", b"1"), "b": ("file", b"2")}
+
+    def test_a_batch_is_one_time_unless_the_clock_is_replaced(self, store: Store) -> None:
+        with store.batch():
+            store.write("a", b"1", author=A)
+            time.sleep(0.002)
+            store.write("b", b"2", author=A)
+            store.clock = lambda: 42
+            store.write("c", b"3", author=A)
+        times = [c.time_ns for c in store.changes()]
+        assert times[0] == times[1] != 42 and times[2] == 42
 
     def test_other_threads_see_a_batch_only_when_it_is_done(self, store: Store) -> None:
         seen: list[dict[str, object]] = []
