@@ -32,6 +32,8 @@ from memfs.program import command
 if TYPE_CHECKING:
     from anthropic.lib.tools import BetaStreamingToolRunner, BetaToolRunner
 
+    from memfs.backing import Backing
+
     Runner = BetaToolRunner[Any] | BetaStreamingToolRunner[Any]
 
 # Claude Sonnet 5.5: the SDK's newest Sonnet (claude-sonnet-4-5 reaches end of life on
@@ -73,6 +75,19 @@ def watcher_for(root: Path, store_url: str | None = None) -> Watcher:
                 f"cannot open the store {store_url} for change notices: {exc}"
             ) from exc
     return ChangeFeed(store, root=subdir, exclude=os.getpid(), close_store=True)
+
+
+def _backing(root: Path, store_url: str | None) -> Backing | None:
+    """The store behind ``root``, for the tool's caps and use records (None: a plain
+    directory, or a mount whose store cannot be opened: the tool works without)."""
+    from memfs.backing import store_behind
+
+    try:
+        return store_behind(root, store_url)
+    except MemfsError as exc:
+        if store_url is not None:
+            raise AgentError(f"cannot open the store {store_url}: {exc}") from exc
+        return None
 
 
 MISSING_KEY = "ANTHROPIC_API_KEY is not set; export it (export ANTHROPIC_API_KEY=...) and run again"
@@ -118,6 +133,7 @@ class AgentSession:
         max_iterations: int | None = None,
         context_management: bool | dict[str, Any] = False,
         create_overwrites: bool = False,
+        secrets: str = "redact",
         stream: bool = True,
         store_url: str | None = None,
         watcher: Watcher | None = None,
@@ -142,7 +158,14 @@ class AgentSession:
         self.stream = stream
         self.max_iterations = max_iterations
         self.transcript = transcript
-        self.tool = MemoryTool(self.root, overwrite=create_overwrites)
+        self.backing = _backing(self.root, store_url)
+        self.tool = MemoryTool(
+            self.root,
+            overwrite=create_overwrites,
+            secrets=secrets,
+            store=None if self.backing is None else self.backing.store,
+            store_prefix="" if self.backing is None else self.backing.prefix,
+        )
         self.watcher = watcher if watcher is not None else watcher_for(self.root, store_url)
         self._pending: list[dict[str, Any]] = []  # new messages of the next request
         self._carried: list[Notice] = []  # seen when no next turn could carry them
@@ -267,6 +290,8 @@ class AgentSession:
 
     def close(self) -> None:
         self.watcher.close()
+        if self.backing is not None:
+            self.backing.close()
         if self.transcript is not None:
             self.transcript.close()
 

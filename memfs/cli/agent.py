@@ -14,6 +14,7 @@ from typing import TextIO
 
 import click
 
+from memfs.cli.tool import secrets_option
 from memfs.errors import MemfsError
 
 EXIT_API = 1
@@ -123,6 +124,7 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
 @click.option("--context-management", is_flag=True, help="Use the API's context editing.")
 @click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
 @click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
+@secrets_option
 @click.option("--no-stream", is_flag=True, help="Print each reply whole.")
 @click.option("-v", "--verbose", is_flag=True, help="Show memory operations on stderr.")
 def agent(
@@ -137,6 +139,7 @@ def agent(
     context_management: bool,
     interactive: bool,
     create_overwrites: bool,
+    secrets: str,
     no_stream: bool,
     verbose: bool,
 ) -> None:
@@ -181,6 +184,7 @@ def agent(
             max_iterations=max_iterations,
             context_management=context_management,
             create_overwrites=create_overwrites,
+            secrets=secrets,
             stream=not no_stream,
             store_url=store_url,
             transcript=log,

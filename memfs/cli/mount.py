@@ -54,6 +54,13 @@ def _mounted_message(record: MountRecord) -> str:
     help="Let other users use the mount (the kernel checks file modes; their new files "
     "are theirs). Needs root, or user_allow_other in /etc/fuse.conf.",
 )
+@click.option(
+    "--expire-unused-for",
+    "expire_unused_for",
+    metavar="DURATION",
+    help="Delete files unused this long (not written, not viewed by the model) on a "
+    "schedule, as `memfs expire` would (e.g. 30d); they stay in history.",
+)
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
@@ -61,14 +68,29 @@ def mount(
     debug: bool,
     commit_on_close: bool,
     allow_other: bool,
+    expire_unused_for: str | None,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
-    MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories.
+    MOUNTPOINT defaults to $MEMFS_MOUNTPOINT or ~/memories. Caps go in the store URL:
+    --store 'sqlite:///path/memory.db?max_tree_bytes=10000000&max_files=500'; a write
+    past one is refused with EDQUOT ("Disk quota exceeded").
     """
+    from memfs.history.when import BadWhen, parse_duration
+
+    expire_ns = None
+    if expire_unused_for is not None:
+        try:
+            expire_ns = parse_duration(expire_unused_for)
+        except BadWhen as exc:
+            raise click.BadParameter(str(exc), param_hint="--expire-unused-for") from exc
     options = None
-    if commit_on_close or allow_other:
-        options = MountOptions(commit_on_close=commit_on_close, allow_other=allow_other)
+    if commit_on_close or allow_other or expire_ns is not None:
+        options = MountOptions(
+            commit_on_close=commit_on_close,
+            allow_other=allow_other,
+            expire_unused_for_ns=expire_ns,
+        )
     choice = stores.choose(store_url)
     store_url = choice.url
     try:

@@ -1,7 +1,9 @@
 """``memfs status``: what memfs runs for this user: mounts, then ``memfs sync`` mirrors.
 
 A daemon or mirror that died is reported once (its record is then deleted), with the
-command that recovers or restarts it.
+command that recovers or restarts it. A store with tree caps (``?max_tree_bytes=N``,
+``?max_files=N`` in its URL) gets one line of use against each cap; ``memfs status
+--store URL`` shows one store's use and caps, whatever runs.
 """
 
 from __future__ import annotations
@@ -49,6 +51,48 @@ def _table(rows: list[tuple[str, ...]]) -> None:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
+def caps_line(
+    files: int,
+    size: int,
+    max_files: int | None,
+    max_tree_bytes: int | None,
+    max_file_bytes: int | None,
+) -> str:
+    """Use against each cap: ``3 of 100 files, 1.2 KiB of 1.0 MiB, at most 64.0 MiB a file``."""
+    count = f"{files} of {max_files} files" if max_files is not None else f"{files} files (no cap)"
+    total = (
+        f"{_size(size)} of {_size(max_tree_bytes)}"
+        if max_tree_bytes is not None
+        else f"{_size(size)} (no cap)"
+    )
+    per_file = f"at most {_size(max_file_bytes)} a file" if max_file_bytes else "no cap per file"
+    return f"{count}, {total}, {per_file}"
+
+
+def _has_caps(max_files: int | None, max_tree_bytes: int | None) -> bool:
+    return max_files is not None or max_tree_bytes is not None
+
+
+def _store_caps(url: str) -> str | None:
+    """The caps line of a capped store (None without tree caps or when it cannot be read)."""
+    from memfs.store import open_store
+
+    try:
+        with open_store(url) as store:
+            if not _has_caps(store.max_files, store.max_tree_bytes):
+                return None
+            usage = store.usage()
+            return caps_line(
+                usage.files,
+                usage.bytes,
+                store.max_files,
+                store.max_tree_bytes,
+                store.max_file_bytes,
+            )
+    except MemfsError:
+        return None
+
+
 def _health_notes(r: MountRecord) -> list[str]:
     notes = []
     if r.unsaved:
@@ -89,6 +133,11 @@ def _mounts() -> None:
             notes.extend(_health_notes(r))
             if r.unsaved:
                 state_text = "degraded"
+            if m.files is not None and _has_caps(m.max_files, m.max_tree_bytes):
+                line = caps_line(
+                    m.files, m.bytes or 0, m.max_files, m.max_tree_bytes, m.max_file_bytes
+                )
+                notes.append(f"{r.mountpoint}: caps: {line}")
         else:
             state_text = "dead"
             files = "-"
@@ -136,6 +185,10 @@ def _mirrors() -> None:
                 _since(record.started),
             )
         )
+        if alive:
+            line = _store_caps(record.store_url)
+            if line is not None:
+                notes.append(f"{record.dir}: caps: {line}")
         if not alive:
             restart = command("sync", record.dir, "--store", record.store_url)
             notes.append(
@@ -147,10 +200,39 @@ def _mirrors() -> None:
         click.echo(note)
 
 
-@click.command()
-def status() -> None:
-    """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors."""
+def _one_store(url: str) -> None:
+    from memfs.cli import stores
+    from memfs.errors import StoreUnavailable
+    from memfs.store import open_store
+
+    choice = stores.choose(url)
     try:
+        stores.require_existing_store(choice)
+        with open_store(choice.url) as store:
+            usage = store.usage()
+            caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+    except MemfsError as exc:
+        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+    line = caps_line(usage.files, usage.bytes, *caps)
+    click.echo(f"{choice.url}: {usage.dirs} directories; caps: {line}")
+
+
+@click.command()
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="Show only this store's use against its caps (files, bytes, per file).",
+)
+def status(store_url: str | None) -> None:
+    """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors,
+    with use against the caps of each capped store."""
+    try:
+        if store_url is not None:
+            _one_store(store_url)
+            return
         _mounts()
         _mirrors()
     except MemfsError as exc:

@@ -40,3 +40,16 @@ def message(exc: MemfsError, elsewhere: str | None) -> str:
     if isinstance(exc, StoreUnavailable) and elsewhere is not None:
         return exc.advice(elsewhere)
     return str(exc)
+
+
+def require_existing_store(choice: StoreChoice) -> None:
+    """Refuse to create a SQLite store just to report on it (a server store is left to
+    the backend: opening it creates no file)."""
+    from memfs.store.sqlite_options import path_from_url
+
+    url = choice.url
+    if "://" in url and not url.lower().startswith("sqlite://"):
+        return
+    file = path_from_url(url.partition("?")[0] if "://" in url else url)
+    if not file.exists():
+        raise MemfsError(f"no store at {file}; {choice.elsewhere}")

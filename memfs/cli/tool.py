@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import click
 
 from memfs.errors import MemfsError
+from memfs.secrets import DEFAULT_POLICY, POLICIES
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024
 EXAMPLE = '{"command": "view", "path": "/memories"}'
@@ -31,6 +32,18 @@ def _json_kind(value: object) -> str:
         return "string"
     return "array"  # json.loads yields nothing else that is not an object
 
+
+# Shared by every door that serves the model (tool, agent, mcp): one wording, one default.
+secrets_option = click.option(
+    "--secrets",
+    type=click.Choice(POLICIES),
+    default=DEFAULT_POLICY,
+    show_default=True,
+    help=(
+        "Credentials in what the model writes: redact them as [REDACTED:kind] and say so, "
+        "refuse the write, or allow (no scanning)."
+    ),
+)
 
 STREAM_HINT = f"send one command object per line, such as {EXAMPLE}"
 ARGUMENT_HINT = f"give one command object, such as '{EXAMPLE}'"
@@ -59,12 +72,26 @@ def _line(content: object, is_error: bool) -> str:
     return text
 
 
-def _open_handler(root: Path, overwrite: bool, max_file_bytes: int) -> Any:
+def _open_handler(
+    root: Path, overwrite: bool, max_file_bytes: int, secrets: str, store_url: str | None
+) -> Any:
     # Imported here so `memfs --help` and the other command groups stay light.
+    from memfs.backing import store_behind
     from memfs.handler import MemoryHandler
 
     try:
-        return MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        backing = store_behind(root, store_url)
+    except MemfsError as err:
+        raise click.ClickException(f"cannot open the store behind {root}: {err}") from err
+    try:
+        return MemoryHandler(
+            root,
+            overwrite=overwrite,
+            max_file_bytes=max_file_bytes,
+            secrets=secrets,
+            store=None if backing is None else backing.store,
+            store_prefix="" if backing is None else backing.prefix,
+        )
     except (MemfsError, OSError) as err:
         raise click.ClickException(f"cannot use {root} as the memory root: {err}") from err
 
@@ -124,9 +151,23 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     show_default=True,
     help="Largest memory file a command may write, in bytes.",
 )
+@secrets_option
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
+    "its caps (?max_tree_bytes=N&max_files=N) are told to the model with numbers and "
+    "file views count as use for `memfs expire`.",
+)
 @click.argument("command_json", required=False)
 def tool(
-    root: Path, create_overwrites: bool, max_file_bytes: int, command_json: str | None
+    root: Path,
+    create_overwrites: bool,
+    max_file_bytes: int,
+    secrets: str,
+    store_url: str | None,
+    command_json: str | None,
 ) -> None:
     """Run memory-tool commands on the directory ROOT.
 
@@ -135,7 +176,7 @@ def tool(
     line {"content": ..., "is_error": ...} as soon as it has run. A line that is not a
     JSON object gets an error line naming its line number, and the stream goes on.
     """
-    handler = _open_handler(root, create_overwrites, max_file_bytes)
+    handler = _open_handler(root, create_overwrites, max_file_bytes, secrets, store_url)
     if command_json is not None:
         command, problem = _decode(command_json, "it", ARGUMENT_HINT)
         if command is None:
@@ -154,3 +195,5 @@ def tool(
 
 
 COMMANDS: list[click.Command] = [tool]
+
+__all__ = ["COMMANDS", "secrets_option"]

@@ -10,6 +10,17 @@ POSIX semantics from it. It writes atomically, never loses a concurrent write, a
 follows a symbolic link (see :mod:`memfs.handler.tree`): listings leave links out, and a
 path that meets one is refused with a message naming the link, rather than reported
 missing, so whoever planted it can tell why the model cannot use it.
+
+What the model writes (create's ``file_text``, str_replace's ``new_str``, insert's
+``insert_text``; never ``old_str``, which is text already stored) is scanned for
+credentials by :mod:`memfs.secrets` before the command runs, under the ``secrets``
+policy: ``redact`` (default) stores each finding as ``[REDACTED:kind]`` and adds a note
+after the contract's success string; ``refuse`` writes nothing and says which kinds were
+found; ``allow`` does not scan.
+
+Given the store the directory shows (``store=``, a memfs mount's), it also refuses writes
+past the store's tree caps with the numbers, and records the model's reads of files as
+use for ``memfs expire`` (see :mod:`memfs.handler.keeping`).
 """
 
 from __future__ import annotations
@@ -23,8 +34,11 @@ from typing import Any
 from memfs.errors import NotADirectory, PathError
 from memfs.handler import strings
 from memfs.handler.commands import Commands, Refused, Result
+from memfs.handler.keeping import Keeping
 from memfs.handler.tree import DIR_MODE, Tree
 from memfs.paths import parse
+from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
+from memfs.store.base import Store
 
 __all__ = ["MemoryHandler", "Result"]
 
@@ -53,6 +67,8 @@ _FIELDS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 # Text that becomes file content must be encodable; paths are checked by the gate.
 _CONTENT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
+# The field of each writing command that brings new text, scanned for credentials.
+_WRITTEN_FIELD = {"create": "file_text", "str_replace": "new_str", "insert": "insert_text"}
 
 
 def _fields(command: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,7 +126,12 @@ class MemoryHandler:
     reference behaviour refuses). ``max_file_bytes``: the largest file, in UTF-8 bytes,
     that create, str_replace and insert will write. ``durable``: also fsync directories
     after each change, so the change survives a power loss (content is always fsynced
-    before it replaces a file, so a crash never leaves a torn one).
+    before it replaces a file, so a crash never leaves a torn one). ``secrets``: what
+    to do with credentials in written text, ``"redact"``, ``"refuse"`` or ``"allow"``
+    (see the module docstring; ValueError for anything else). ``store``: the store
+    ``root`` shows (a memfs mount's), with ``store_prefix`` the root's place in it; the
+    handler then checks the store's tree caps and records file views as use. The caller
+    keeps ownership of the store (the handler never closes it).
     """
 
     def __init__(
@@ -120,7 +141,11 @@ class MemoryHandler:
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
         durable: bool = False,
+        secrets: str = DEFAULT_POLICY,
+        store: Store | None = None,
+        store_prefix: str = "",
     ) -> None:
+        self.secrets = check_policy(secrets)
         if type(max_file_bytes) is not int or max_file_bytes < 0:
             raise ValueError(
                 f"max_file_bytes must be a non-negative integer, got {max_file_bytes!r}"
@@ -137,7 +162,11 @@ class MemoryHandler:
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
         self._tree = Tree(self.root, durable=durable)
-        self._commands = Commands(self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        self.store = store
+        self._keeping = Keeping(store, store_prefix)
+        self._commands = Commands(
+            self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes, keeping=self._keeping
+        )
         self._dispatch: dict[str, Callable[[dict[str, Any]], Result]] = {
             "view": lambda f: self._commands.view(f["path"], parse(f["path"]), f["view_range"]),
             "create": lambda f: self._commands.create(f["path"], parse(f["path"]), f["file_text"]),
@@ -165,17 +194,42 @@ class MemoryHandler:
             if not isinstance(name_value, str) or name_value not in _FIELDS:
                 return Result(strings.unknown_command(name_value), True)
             name = name_value
-            return self._dispatch[name](_fields(name, command))
+            fields = _fields(name, command)
+            note = self._screen(name, fields)
+            result = self._dispatch[name](fields)
+            if note and not result.is_error:
+                return Result(f"{result.content}{note}", False)
+            return result
         except Refused as exc:
             return Result(exc.message, True)
         except PathError as exc:
             return Result(str(exc), True)
         except OSError as exc:
+            if exc.errno == errno.EDQUOT and isinstance(command, Mapping):
+                raw = command.get("path", command.get("new_path", "/memories"))
+                return Result(self._keeping.full(name, str(raw)), True)
             log.warning("memory command %s failed on %s", name, self.root, exc_info=True)
             return Result(strings.os_error(name, _os_reason(exc)), True)
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
             return Result(strings.internal_error(name), True)
+
+    def _screen(self, name: str, fields: dict[str, Any]) -> str:
+        """Apply the secrets policy to the text ``name`` writes, in ``fields``: redact
+        it there (returning the note for the result) or refuse the command."""
+        field = _WRITTEN_FIELD.get(name)
+        if field is None or self.secrets == "allow" or not fields[field]:
+            return ""
+        # The gate speaks first: a path it refuses gets its message, not a secrets one.
+        parse(fields["path"])
+        findings: list[Finding] = scan(fields[field])
+        if not findings:
+            return ""
+        found = [(f.line, f.kind, f.why) for f in findings]
+        if self.secrets == "refuse":
+            raise Refused(strings.secrets_refused(fields["path"], field, found))
+        fields[field] = redact(fields[field], findings)
+        return strings.secrets_redacted(field, found)
 
     # One method per command, for callers that have the arguments at hand.
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
 from memfs.handler import strings, text
+from memfs.handler.keeping import Keeping
 from memfs.handler.posix import lstat_at, rename_noreplace
 from memfs.handler.tree import (
     EDIT_TRIES,
@@ -65,10 +66,19 @@ def _image_type(path: MemPath) -> str | None:
 
 
 class Commands:
-    def __init__(self, tree: Tree, *, overwrite: bool, max_file_bytes: int) -> None:
+    def __init__(
+        self, tree: Tree, *, overwrite: bool, max_file_bytes: int, keeping: Keeping | None = None
+    ) -> None:
         self.tree = tree
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
+        self.keeping = keeping or Keeping(None)
+
+    def _fits(self, raw: str, grow: int, new_file: bool) -> None:
+        """Refuse a write that would take the memory past a cap of its store."""
+        refusal = self.keeping.refusal(raw, grow, new_file)
+        if refusal is not None:
+            raise Refused(refusal)
 
     # --- view ---------------------------------------------------------------------
 
@@ -93,8 +103,11 @@ class Commands:
                 raise Refused(strings.not_regular(raw))
             media_type = _image_type(path)
             if media_type is not None:
-                return self._image(raw, parent, path, st, media_type, view_range)
-            return _ok(self._file(raw, self.tree.read(parent, path), view_range))
+                result = self._image(raw, parent, path, st, media_type, view_range)
+            else:
+                result = _ok(self._file(raw, self.tree.read(parent, path), view_range))
+            self.keeping.used(path)  # a file the model read is in use (listings are not)
+            return result
 
     def _listing(self, raw: str, fd: int, st: os.stat_result | None) -> str:
         base = raw[:-1] if raw.endswith("/") else raw
@@ -197,6 +210,7 @@ class Commands:
                 for _ in range(3):
                     st = self.tree.entry(parent, path)
                     if st is None:
+                        self._fits(raw, len(data), True)
                         try:
                             self.tree.create(parent, path, data)
                         except AlreadyExists:
@@ -208,6 +222,7 @@ class Commands:
                         raise Refused(strings.not_regular(raw))
                     if not self.overwrite:
                         raise Refused(strings.file_exists(raw))
+                    self._fits(raw, len(data) - st.st_size, False)
                     try:
                         self.tree.edit(parent, path, lambda _old: data, read_old=False)
                     except NotFound:
@@ -235,10 +250,11 @@ class Commands:
         with _refusing(raw, missing), self.tree.directory(path.parent) as parent:
             self.tree.edit(parent, path, change)
 
-    def _encode_capped(self, raw: str, new_text: str) -> bytes:
+    def _encode_capped(self, raw: str, new_text: str, old: bytes) -> bytes:
         data = new_text.encode("utf-8")
         if len(data) > self.max_file_bytes:
             raise Refused(strings.edit_too_large(raw, len(data), self.max_file_bytes))
+        self._fits(raw, len(data) - len(old), False)
         return data
 
     def str_replace(self, raw: str, path: MemPath, old_str: str, new_str: str) -> Result:
@@ -256,7 +272,7 @@ class Commands:
             if content.find(find, pos + 1) != -1:
                 raise Refused(strings.multiple(old_str, lines))
             new_content = content[:pos] + put + content[pos + len(find) :]
-            data = self._encode_capped(raw, new_content)
+            data = self._encode_capped(raw, new_content, old)
             first = lines[0]
             shown[:] = [text.snippet(new_content, first, first + new_str.count("\n"))]
             return data
@@ -270,7 +286,7 @@ class Commands:
             n = len(text.split_lines(content))
             if type(insert_line) is not int or not 0 <= insert_line <= n:
                 raise Refused(strings.bad_insert_line(insert_line, n))
-            return self._encode_capped(raw, text.insert_at(content, insert_line, insert_text))
+            return self._encode_capped(raw, text.insert_at(content, insert_line, insert_text), old)
 
         self._edit(raw, path, strings.path_missing(raw), change)
         return _ok(strings.inserted(raw))

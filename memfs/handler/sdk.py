@@ -25,6 +25,8 @@ from anthropic.types.beta import (
 from pydantic import BaseModel
 
 from memfs.handler import MemoryHandler
+from memfs.secrets import DEFAULT_POLICY
+from memfs.store.base import Store
 
 __all__ = ["MemoryTool"]
 
@@ -44,7 +46,11 @@ def _as_input(command: object) -> object:
 
 
 class MemoryTool(BetaAbstractMemoryTool):
-    """Claude's memory tool (``memory_20250818``) on a memfs tree at ``root``."""
+    """Claude's memory tool (``memory_20250818``) on a memfs tree at ``root``.
+
+    ``secrets``: the handler's policy for credentials in written text (``"redact"``,
+    ``"refuse"`` or ``"allow"``; see :class:`~memfs.handler.MemoryHandler`).
+    """
 
     def __init__(
         self,
@@ -53,9 +59,21 @@ class MemoryTool(BetaAbstractMemoryTool):
         overwrite: bool = False,
         max_file_bytes: int = 100 * 1024,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        secrets: str = DEFAULT_POLICY,
+        store: Store | None = None,
+        store_prefix: str = "",
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.handler = MemoryHandler(root, overwrite=overwrite, max_file_bytes=max_file_bytes)
+        # With the store ``root`` shows (memfs.backing.store_behind finds a mount's), the
+        # model hears the tree caps with numbers and its file views count as use.
+        self.handler = MemoryHandler(
+            root,
+            overwrite=overwrite,
+            max_file_bytes=max_file_bytes,
+            secrets=secrets,
+            store=store,
+            store_prefix=store_prefix,
+        )
 
     def _run(self, command: object) -> BetaFunctionToolResultType:
         # The handler checks the input's shape itself and never raises, so a non-object

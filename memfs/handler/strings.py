@@ -169,6 +169,39 @@ def edit_too_large(path: str, size: int, limit: int) -> str:
     )
 
 
+_MAKE_ROOM = (
+    "Delete memories you no longer need, or shorten long ones, then try again. Nothing was written."
+)
+
+
+def over_file_cap(path: str, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory already holds {used:,} files and is limited "
+        f"to {limit:,} files. {_MAKE_ROOM}"
+    )
+
+
+def over_byte_cap(path: str, would: int, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory would hold {would:,} bytes, over its limit "
+        f"of {limit:,} bytes ({used:,} bytes are used now). {_MAKE_ROOM}"
+    )
+
+
+def memory_full_bytes(path: str, used: int, limit: int) -> str:
+    return (
+        f"Error: Cannot write {path}: the memory is too full ({used:,} bytes used of its "
+        f"limit of {limit:,} bytes). {_MAKE_ROOM}"
+    )
+
+
+def memory_full(command: str, path: str) -> str:
+    return (
+        f"Error: The `{command}` command on {path} was refused: the memory is at its limit "
+        f"of total size or number of files. {_MAKE_ROOM}"
+    )
+
+
 def kept_changing(path: str, tries: int) -> str:
     return (
         f"Error: The file {path} kept changing while memfs was editing it ({tries} tries); "
@@ -335,6 +368,36 @@ def bad_insert_line(value: object, n_lines: int) -> str:
 
 def inserted(path: str) -> str:
     return f"The file {path} has been edited."
+
+
+# --- secrets ---------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def secrets_redacted(field: str, found: Iterable[tuple[int, str, str]]) -> str:
+    """The note after a success string when ``field`` had credentials redacted: one line
+    per ``(line, kind, why)``, line counted in the field's text."""
+    found = list(found)
+    lines = [f"- {field} line {line}: [REDACTED:{kind}], {why}" for line, kind, why in found]
+    return (
+        f"\n\nNote: memfs replaced {_plural(len(found), 'likely credential')} in the "
+        f"{field} with [REDACTED:kind] markers before storing it, because credentials must "
+        "not be stored in memory (keep a pointer to where they live instead):\n" + "\n".join(lines)
+    )
+
+
+def secrets_refused(path: str, field: str, found: Iterable[tuple[int, str, str]]) -> str:
+    found = list(found)
+    listed = ", ".join(f"{kind} on line {line}" for line, kind, _why in found)
+    return (
+        f"Error: The {field} for {path} contains {_plural(len(found), 'likely credential')} "
+        f"({listed}); credentials must not be stored in memory. Nothing was written. "
+        "Leave the credential out, or write where it is kept (a vault entry, an "
+        "environment variable) instead."
+    )
 
 
 # --- delete and rename -----------------------------------------------------------------

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memfs import procs
 from memfs.errors import MemfsError, MountError
@@ -56,6 +56,10 @@ class MountStatus:
     dirs: int | None = None
     bytes: int | None = None
     problem: str | None = None
+    # The store's caps (None: no cap), for `memfs status` to show use against them.
+    max_files: int | None = None
+    max_tree_bytes: int | None = None
+    max_file_bytes: int | None = None
 
 
 def _ignore(_: str) -> None:
@@ -322,7 +326,8 @@ def stop(
 # --- reporting -----------------------------------------------------------------------
 
 
-def _usage(record: MountRecord) -> tuple[int | None, int | None, int | None, str | None]:
+def _usage(record: MountRecord) -> dict[str, Any]:
+    """The MountStatus fields read from the store: its usage and caps, or the problem."""
     from memfs.store import open_store
 
     try:
@@ -332,8 +337,15 @@ def _usage(record: MountRecord) -> tuple[int | None, int | None, int | None, str
         finally:
             store.close()
     except MemfsError as exc:
-        return None, None, None, str(exc)
-    return usage.files, usage.dirs, usage.bytes, None
+        return {"problem": str(exc)}
+    return {
+        "files": usage.files,
+        "dirs": usage.dirs,
+        "bytes": usage.bytes,
+        "max_files": store.max_files,
+        "max_tree_bytes": store.max_tree_bytes,
+        "max_file_bytes": store.max_file_bytes,
+    }
 
 
 def left_over_journals() -> dict[str, int]:
@@ -355,9 +367,8 @@ def status() -> list[MountStatus]:
     live, stale = state.scan()
     out = []
     for record in live:
-        files, dirs, size, problem = _usage(record)
         mounted = host.mount_entry(Path(record.mountpoint)) is not None
-        out.append(MountStatus(record, True, mounted, files, dirs, size, problem))
+        out.append(MountStatus(record, True, mounted, **_usage(record)))
     for record in stale:
         mounted = host.mount_entry(Path(record.mountpoint)) is not None
         out.append(MountStatus(record, False, mounted))

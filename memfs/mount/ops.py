@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from memfs import errors
 from memfs.mount.authors import author_of
+from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
@@ -101,6 +102,7 @@ class MemfsOperations(NamespaceOps):
         self._cache = ReadCache()
         self._handles = Handles()
         self._follower: ChangeFollower | None = None
+        self._expirer: Expirer | None = None
         self._invalidate: Callable[[str], None] | None = None
         self._known_dirs: set[str] = {""}
         self._dirs_lock = threading.Lock()
@@ -124,10 +126,20 @@ class MemfsOperations(NamespaceOps):
                 self.store, self._own, self._foreign_changes, self.options.poll_interval
             )
             self._follower.start()
+        if self.options.expire_unused_for_ns is not None:
+            self._expirer = Expirer(
+                self.store,
+                self.options.expire_unused_for_ns,
+                pending=lambda p: self.writes.get(p) is not None,
+                on_error=self.writes.count_error,
+            )
+            self._expirer.start()
 
     def shutdown(self) -> Health:
         """Commit every buffer and stop the background threads (idempotent); the health
         it returns names every file that could not be saved."""
+        if self._expirer is not None:
+            self._expirer.stop()
         if self._follower is not None:
             self._follower.stop()
         return self.writes.close()
@@ -157,7 +169,10 @@ class MemfsOperations(NamespaceOps):
         subtrees: Iterable[str] = (),
     ) -> T:
         with self._mutex:
-            return self._tracked(author, fn, paths, subtrees)
+            try:
+                return self._tracked(author, fn, paths, subtrees)
+            finally:
+                self.writes.forget_usage()  # a namespace change: count the tree afresh
 
     def _is_dir(self, p: str) -> bool:
         try:
@@ -184,6 +199,7 @@ class MemfsOperations(NamespaceOps):
                         subtrees.append(gone)
                         self._cache.forget_under(gone)
                         paths.update(dict.fromkeys(self._known_below(gone)))
+        self.writes.forget_usage()
         self._meta.bump()
         self._meta.forget(paths, subtrees)
         self._meta.bump()

@@ -36,6 +36,8 @@ class MountOptions:
         other files first, then answer ENOSPC (the daemon's memory stays bounded).
     allow_other: let other users use the mount (with default_permissions, so the kernel
         checks modes); their new entries are recorded as theirs.
+    expire_unused_for_ns: delete files unused this long (no write, no model read) on a
+        schedule in the daemon (see memfs.mount.expiry); None: never.
     callback_counter: if given, every callback increments it, and its ``<name>.ns`` key
         by the nanoseconds spent inside the operation (benchmarks).
     """
@@ -51,6 +53,7 @@ class MountOptions:
     allow_other: bool = False
     journal_dir: str | None = None
     max_pending_bytes: int = 256 << 20
+    expire_unused_for_ns: int | None = None
     callback_counter: Counter[str] | None = None
 
 
@@ -64,6 +67,7 @@ def errno_of(exc: BaseException) -> int:
         (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
         (errors.Conflict, errno.EAGAIN),
         (errors.TooLarge, errno.EFBIG),
+        (errors.CapExceeded, errno.EDQUOT),
         (errors.InvalidMove, errno.EINVAL),
         (errors.StoreFull, errno.ENOSPC),
         (errors.StoreUnavailable, errno.EIO),

@@ -11,7 +11,10 @@ The promises, and where each is kept:
    acknowledges (mkdir, rename, unlink, symlink, attributes) is its own store
    transaction, done before the call returns.
 2. **Refused when asked, never later.** The file-size cap is checked by the call that
-   would pass it (EFBIG, a huge ``truncate`` too); a name the gate refuses is refused by
+   would pass it (EFBIG, a huge ``truncate`` too), and so are the store's tree caps
+   (EDQUOT: ``max_tree_bytes`` by the write or truncate that would grow the tree past
+   it, ``max_files`` by the create), counting what is pending here on top of the
+   store's usage; a name the gate refuses is refused by
    the call that makes it (EINVAL, ENAMETOOLONG for a limit); a full journal disk and
    the bound on buffered bytes answer ENOSPC. Directory renames and removals commit
    what is pending below them first, so the store decides with everything in view
@@ -21,6 +24,9 @@ The promises, and where each is kept:
    write, truncate or fsync of that file fail with the error; the committer retries it.
    :meth:`close` names every file it could not save, and their journal stays for the
    next mount. The committer thread logs and counts any unexpected error and goes on.
+   A commit the store refuses for a tree cap (another process filled the store after
+   the write was acknowledged) takes the same path, and its log line says how to make
+   room.
    Buffered bytes are bounded (:attr:`max_pending_bytes`).
 4. **One revision per save, per writer.** A write or truncate by another program than
    the one whose changes a buffer holds commits that buffer first; one program's burst
@@ -42,11 +48,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memfs.errors import AlreadyExists, Conflict, MemfsError, NotFound, PathError, PathTooLong
+from memfs.errors import (
+    AlreadyExists,
+    CapExceeded,
+    Conflict,
+    MemfsError,
+    NotFound,
+    PathError,
+    PathTooLong,
+)
 from memfs.mount import journal as jr
 from memfs.mount.options import errno_of
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
-from memfs.store.base import Entry, Store
+from memfs.store.base import Entry, Store, Usage
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +73,10 @@ DEFAULT_MAX_PENDING_BYTES = 256 << 20
 COMPACT_AT_BYTES = 64 << 20
 RETRY_S = 1.0
 TOUCHED_DIRS = 4096
+# How long the store's usage is trusted for the cap checks. The mount's namespace
+# changes and every change the follower sees forget it, and its own commits move their
+# growth into it, so this bounds only a store changed by others with no follower.
+USAGE_TTL_S = 1.0
 
 
 @dataclass(slots=True, eq=False)
@@ -72,6 +90,7 @@ class Buffer:
     base_rev: int
     mode: int
     created: bool
+    base_size: int = 0  # the store's size of the file when the buffer was loaded
     uid: int | None = None
     gid: int | None = None
     dirty: bool = True
@@ -115,6 +134,16 @@ def fits_gate(path: str) -> bool:
     )
 
 
+def _remedy(exc: BaseException) -> str:
+    """What a person can do about a refused commit, for the log line."""
+    if isinstance(exc, CapExceeded):
+        return (
+            f" (once there is room: the store is at its {exc.cap} cap of {exc.limit};"
+            f" delete files or raise the cap with ?{exc.cap}=N in the store URL)"
+        )
+    return ""
+
+
 def same_writer(a: str, b: str) -> bool:
     """Whether two author strings name one process: the ``(pid N)`` part decides, since a
     process that execs (``bash`` becoming ``cat`` after ``cat > f``) changes its name."""
@@ -153,6 +182,9 @@ class PendingWrites:
         self._created: dict[str, dict[str, None]] = {}  # parent -> names not in the store
         self._touched: OrderedDict[str, int] = OrderedDict()  # dir -> mtime of a change
         self._bytes = 0
+        self._base_bytes = 0  # sum of base_size: _bytes - _base_bytes is the pending growth
+        self._new_files = 0  # created buffers: files the store does not count yet
+        self._usage: tuple[float, Usage] | None = None
         self._unsaved: set[str] = set()
         self._ids = itertools.count(1)
         self.errors = 0
@@ -187,7 +219,8 @@ class PendingWrites:
             old = self._bufs.get(path)
             if old is not None:
                 self._settle(old)
-            buf = Buffer(next(self._ids), path, bytearray(), author, 0, mode, True, uid, gid)
+            self._check_files(path)
+            buf = Buffer(next(self._ids), path, bytearray(), author, 0, mode, True, 0, uid, gid)
             self._log().opened(buf.ident, path, author, 0, mode, jr.CREATED)
             self._add(buf)
         self._wake.set()
@@ -197,6 +230,7 @@ class PendingWrites:
         self._check_size(path, end)
         with self.lock:
             buf = self._writable(path, author, whole=False)
+            self._check_tree_bytes(path, end - len(buf.data))
             self._reserve(buf, end)
             self._log().wrote(buf.ident, offset, data)
             old = len(buf.data)  # before a hole is filled in: it counts too
@@ -218,6 +252,7 @@ class PendingWrites:
                 if entry.is_file and entry.size == size:
                     return
             buf = self._writable(path, author, whole=size == 0)
+            self._check_tree_bytes(path, size - len(buf.data))
             self._reserve(buf, size)
             self._log().truncated(buf.ident, size)
             old = len(buf.data)
@@ -281,6 +316,54 @@ class PendingWrites:
         if cap is not None and size > cap:
             raise OSError(errno.EFBIG, f"{path} would be {size} bytes; the limit is {cap}")
 
+    # --- the store's tree caps ---------------------------------------------------------------
+    def forget_usage(self) -> None:
+        """The store's usage moved (a mutation here, a change seen on the feed)."""
+        self._usage = None
+
+    def _counted(self, buf: Buffer, size: int) -> None:
+        """Move a committed buffer's growth from the pending sums to the cached usage
+        (no query: a burst of small files commits one after another)."""
+        cached = self._usage
+        if cached is not None:
+            at, u = cached
+            grown = Usage(u.files + buf.created, u.dirs, u.bytes + size - buf.base_size)
+            self._usage = (at, grown)
+
+    def _store_usage(self) -> Usage:
+        now = time.monotonic()
+        cached = self._usage
+        if cached is not None and now - cached[0] < USAGE_TTL_S:
+            return cached[1]
+        usage = self.store.usage()
+        self._usage = (now, usage)
+        return usage
+
+    def _check_tree_bytes(self, path: str, growth: int) -> None:
+        """EDQUOT if growing ``path`` by ``growth`` bytes would pass max_tree_bytes."""
+        cap = self.store.max_tree_bytes
+        if cap is None or growth <= 0:
+            return
+        used = self._store_usage().bytes + self._bytes - self._base_bytes
+        if used + growth > cap:
+            raise OSError(
+                errno.EDQUOT,
+                f"{path}: the memory would hold {used + growth} bytes; the store's"
+                f" max_tree_bytes is {cap}",
+            )
+
+    def _check_files(self, path: str) -> None:
+        """EDQUOT if one more file would pass max_files."""
+        cap = self.store.max_files
+        if cap is None:
+            return
+        used = self._store_usage().files + self._new_files
+        if used + 1 > cap:
+            raise OSError(
+                errno.EDQUOT,
+                f"{path}: the memory holds {used} files; the store's max_files is {cap}",
+            )
+
     def _writable(self, path: str, author: str, *, whole: bool) -> Buffer:
         """The buffer that takes ``author``'s next change to ``path``."""
         buf = self._bufs.get(path)
@@ -302,7 +385,14 @@ class PendingWrites:
             # One read: the content and the revision it is the base of, consistently.
             content, entry = self.store.read(path)
         buf = Buffer(
-            next(self._ids), path, bytearray(content), author, entry.rev, entry.mode, False
+            next(self._ids),
+            path,
+            bytearray(content),
+            author,
+            entry.rev,
+            entry.mode,
+            False,
+            entry.size,
         )
         buf.dirty = False
         self._log().opened(buf.ident, path, author, entry.rev, entry.mode, jr.WHOLE if whole else 0)
@@ -327,6 +417,8 @@ class PendingWrites:
     def _add(self, buf: Buffer) -> None:
         self._bufs[buf.path] = buf
         self._bytes += len(buf.data)
+        self._base_bytes += buf.base_size
+        self._new_files += buf.created
         if buf.created:
             parent, _, name = buf.path.rpartition("/")
             self._created.setdefault(parent, {})[name] = None
@@ -337,6 +429,8 @@ class PendingWrites:
             return
         del self._bufs[buf.path]
         self._bytes -= len(buf.data)
+        self._base_bytes -= buf.base_size
+        self._new_files -= buf.created
         self._unsaved.discard(buf.path)
         if buf.created:
             parent, _, name = buf.path.rpartition("/")
@@ -376,6 +470,7 @@ class PendingWrites:
         except Exception as e:
             self._failed(buf, data, e)
             raise
+        self._counted(buf, len(data))  # the store counts this file now; the buffer goes
         if buf.failed is not None:
             log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
             self._forget_copy(buf.path)
@@ -427,6 +522,7 @@ class PendingWrites:
         first = buf.failed is None
         buf.failed = exc
         buf.retry_at = time.monotonic() + RETRY_S
+        self._wake.set()  # the committer may be asleep for a whole quiet period
         self._unsaved.add(buf.path)
         if not isinstance(exc, MemfsError):
             # Not a refusal the store explained: a bug or an environment problem. The
@@ -437,10 +533,11 @@ class PendingWrites:
             # Writes to a failed file are refused, so its data cannot change: one copy.
             copy = self._keep_copy(buf.path, data)
             log.error(
-                "memfs: could not save %s (%s): the data is kept%s and will be retried",
+                "memfs: could not save %s (%s): the data is kept%s and will be retried%s",
                 buf.path,
                 exc,
                 f" in {copy}" if copy else "",
+                _remedy(exc),
             )
         self._publish()
 
@@ -549,11 +646,20 @@ class PendingWrites:
         old = self._bufs.get(rec.path)
         if old is not None:
             self._remove(old)  # an older journal's version of the same file
+        base_size = 0
         with contextlib.suppress(Exception):
             entry = self.store.stat(rec.path)
             rec.base_rev = entry.rev if entry.is_file else 0
+            base_size = entry.size if entry.is_file else 0
         buf = Buffer(
-            next(self._ids), rec.path, rec.data, rec.author, rec.base_rev, rec.mode, rec.created
+            next(self._ids),
+            rec.path,
+            rec.data,
+            rec.author,
+            rec.base_rev,
+            rec.mode,
+            rec.created,
+            base_size,
         )
         flags = jr.WHOLE | (jr.CREATED if rec.created else 0)
         journal = self._log()
@@ -628,6 +734,13 @@ class PendingWrites:
         if buf.failed is not None:
             return buf.retry_at - now
         return buf.last_write + self.quiet_period - now
+
+    def count_error(self) -> None:
+        """Count an unexpected error of another of the daemon's threads (it logged it),
+        where `memfs status` shows the count."""
+        with self.lock:
+            self.errors += 1
+            self._publish()
 
     @property
     def health(self) -> Health:

@@ -20,8 +20,10 @@ host) changes the store. The mirror keeps both equal:
 - Not synced: editor temp/swap/backup files and ``.git`` (silently, see
   :mod:`memfs.sync.names`); names the path gate refuses, symlinks, special files and
   files over ``max_file_bytes`` (warned once per path and version, retried when they
-  change). Binary files are synced as bytes: the store holds bytes, and only the model's
-  ``view`` declines non-UTF-8 content.
+  change). A file the store's tree caps (``max_tree_bytes``, ``max_files``) keep out
+  is left as it is in DIR, logged once per content with the cap, and tried again every
+  few seconds until there is room. Binary files are synced as bytes: the store holds
+  bytes, and only the model's ``view`` declines non-UTF-8 content.
 - Deletions in the store are applied in DIR (checked against the synced hash first); a
   store whose feed is behind the recorded ``last_seq`` at start (re-created or restored
   from a backup) is merged afresh instead, so its missing files are not deletions.

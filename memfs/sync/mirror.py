@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 
 from memfs.errors import (
     AlreadyExists,
+    CapExceeded,
     Conflict,
     DirectoryNotEmpty,
     NotFound,
@@ -34,6 +35,10 @@ from memfs.sync.names import conflict_name, ignored_path, refused_path
 from memfs.sync.state import Record, SyncState
 
 log = logging.getLogger("memfs.sync")
+
+# A file a tree cap keeps out of the store is tried again this often (the log line is
+# written once per content): room appears when something is deleted, by anyone.
+CAP_RETRY_S = 2.0
 
 
 class Engine(Looker):
@@ -61,6 +66,7 @@ class Engine(Looker):
         self._missing_since: dict[str, float] = {}
         self._last_new_missing = 0.0
         self._warned: set[tuple[str, object]] = set()
+        self.capped: set[str] = set()  # files a tree cap keeps out of the store, for now
         self.trust_own_heads = not state.fresh
 
     # --- entry point ----------------------------------------------------------------
@@ -175,6 +181,7 @@ class Engine(Looker):
     def _guard(self, look: Look, action: Action) -> None:
         try:
             self._apply(look, action)
+            self.capped.discard(look.path)
         except (Conflict, AlreadyExists):
             self.again.add(look.path)  # the store moved under us: decide again
         except DirectoryNotEmpty:
@@ -184,6 +191,17 @@ class Engine(Looker):
         except TooLarge as e:
             key = ("too-large", look.local.sha256 if look.local else None)
             self.warn_once(look.path, key, "not syncing %s: %s", look.path, e)
+        except CapExceeded as e:
+            # The person's file stays as it is on disk; it goes in once there is room.
+            key = ("cap", e.cap, look.local.sha256 if look.local else None)
+            self.warn_once(
+                look.path, key,
+                "not syncing %s yet: the store is at its %s cap of %d (it would hold %d);"
+                " delete files or raise the cap (?%s=N in the store URL); retrying",
+                look.path, e.cap, e.limit, e.would, e.cap,
+            )  # fmt: skip
+            self.capped.add(look.path)
+            self.later[look.path] = time.monotonic() + CAP_RETRY_S
         except PathError as e:
             self.warn_once(look.path, "refused", "not syncing %s: %s", look.path, e)
         except (OSError, StoreError) as e:
@@ -366,6 +384,9 @@ class Engine(Looker):
             self.again |= {path, *self._under(copy)}
         else:
             assert look.local_file is not None
+            # The copy goes to disk first: a copy the store then refuses (a tree cap)
+            # would be made again on every retry, so room is checked before.
+            self._check_room(copy, len(look.local_file.data))
             self._keep_local_copy(path, look.local_file.data, copy=copy)
             if look.remote.kind == "file":
                 self._pull(look)
@@ -380,6 +401,24 @@ class Engine(Looker):
             " the version from %s is kept beside it as %s",
             path, self.disk.root, copy,
         )  # fmt: skip
+
+    def _check_room(self, path: str, size: int) -> None:
+        """CapExceeded if a new file of ``size`` bytes would pass a tree cap now."""
+        store = self.store
+        if store.max_files is None and store.max_tree_bytes is None:
+            return
+        usage = store.usage()
+        if store.max_files is not None and usage.files + 1 > store.max_files:
+            raise CapExceeded(
+                f"a conflict copy {path} would make {usage.files + 1} files",
+                path=path, cap="max_files", limit=store.max_files, would=usage.files + 1,
+            )  # fmt: skip
+        if store.max_tree_bytes is not None and usage.bytes + size > store.max_tree_bytes:
+            raise CapExceeded(
+                f"a conflict copy {path} would make {usage.bytes + size} bytes",
+                path=path, cap="max_tree_bytes", limit=store.max_tree_bytes,
+                would=usage.bytes + size,
+            )  # fmt: skip
 
     def _copy_path(self, path: str) -> str:
         parent, _, name = path.rpartition("/")

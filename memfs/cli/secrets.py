@@ -1,0 +1,218 @@
+"""``memfs secrets [PATH] [--history]``: credentials already in the memory, masked.
+
+The handler keeps credentials out of what the model writes from now on; this finds what
+is already stored (written before, by a person through the mount or the mirror, or with
+``--secrets allow``), in the current tree and with ``--history`` in every retained old
+revision and deleted file, so a person can take it out. PATH (default: the whole tree,
+or the current directory inside a mount) is read as ``memfs history`` reads it. A
+secret is never printed whole: each finding shows its line with every finding on it
+masked (:func:`memfs.secrets.mask`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import click
+
+from memfs.cli import stores
+from memfs.cli.history import _require_existing, resolve
+from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
+from memfs.secrets import Finding, mask, scan
+from memfs.store.base import Store
+
+PREVIEW_WIDTH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    path: str
+    rev: int
+    current: bool
+    line: int
+    kind: str
+    why: str
+    preview: str
+
+
+def preview(text: str, finding: Finding, findings: list[Finding]) -> str:
+    """``finding``'s line with every finding that starts on it masked, cut to
+    :data:`PREVIEW_WIDTH` characters around the finding."""
+    line_start = text.rfind("\n", 0, finding.start) + 1
+    line_end = text.find("\n", finding.start)
+    line_end = len(text) if line_end == -1 else line_end
+    parts: list[str] = []
+    at = line_start
+    anchor = 0
+    for f in findings:
+        if f.start < line_start or f.start >= line_end:
+            continue
+        parts.append(text[at : f.start])
+        if f is finding:
+            anchor = sum(len(p) for p in parts)
+        parts.append(mask(f.value))
+        at = max(at, min(f.end, line_end))
+    parts.append(text[at:line_end])
+    shown = "".join(parts).replace("\t", " ")
+    if len(shown) <= PREVIEW_WIDTH:
+        return shown
+    begin = max(0, min(anchor - PREVIEW_WIDTH // 3, len(shown) - PREVIEW_WIDTH))
+    cut = shown[begin : begin + PREVIEW_WIDTH]
+    return ("…" if begin else "") + cut + ("…" if begin + PREVIEW_WIDTH < len(shown) else "")
+
+
+def _rows(path: str, rev: int, current: bool, data: bytes) -> list[Row]:
+    text = data.decode("utf-8", errors="replace")
+    findings = scan(text)
+    return [
+        Row(path, rev, current, f.line, f.kind, f.why, preview(text, f, findings)) for f in findings
+    ]
+
+
+def _under(path: str, rel: str) -> bool:
+    return not rel or path == rel or path.startswith(rel + "/")
+
+
+def _live_files(store: Store, rel: str) -> Iterator[tuple[str, int]]:
+    if rel:
+        entry = store.stat(rel)
+        if entry.is_file:
+            yield entry.path, entry.rev
+            return
+        if not entry.is_dir:
+            return
+    for entry in store.walk(rel):
+        if entry.is_file:
+            yield entry.path, entry.rev
+
+
+def _ever_files(store: Store, rel: str) -> list[str]:
+    """Every path under ``rel`` that the change feed names: files deleted or renamed
+    away keep revisions too."""
+    seen: set[str] = set()
+    for change in store.changes():
+        for p in (change.path, change.old_path):
+            if p is not None and _under(p, rel):
+                seen.add(p)
+    return sorted(seen)
+
+
+@dataclass
+class Tally:
+    files: int = 0
+    old_revisions: int = 0
+
+
+def scan_store(store: Store, rel: str, with_history: bool, tally: Tally) -> Iterator[Row]:
+    """Findings in the files under ``rel``, then (``with_history``) in their retained
+    old revisions and in those of files no longer there."""
+    current: dict[str, int] = {}
+    try:
+        live = list(_live_files(store, rel))
+    except NotFound:
+        if not with_history:
+            raise
+        live = []  # a deleted file: only its history is left
+    for path, _rev in live:
+        data, entry = store.read(path)
+        current[path] = entry.rev
+        tally.files += 1
+        yield from _rows(path, entry.rev, True, data)
+    if not with_history:
+        return
+    for path in _ever_files(store, rel):
+        try:
+            revisions = store.history(path)
+        except (NotFound, IsADirectory):
+            continue
+        for revision in revisions:
+            if current.get(path) == revision.rev or revision.redacted_by is not None:
+                continue
+            try:
+                data = store.read_revision(path, revision.rev)
+            except NotFound:
+                continue  # no longer retained, or redacted meanwhile (Redacted is a NotFound)
+            tally.old_revisions += 1
+            yield from _rows(path, revision.rev, False, data)
+
+
+def format_row(row: Row) -> str:
+    where = f"rev {row.rev}" + (" (current)" if row.current else "")
+    return f"{row.path}  {where}  line {row.line}  {row.kind}  {row.preview}"
+
+
+def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
+    from memfs.program import command
+
+    scanned = f"{tally.files} file{'s' if tally.files != 1 else ''}"
+    if with_history:
+        scanned += f" and {tally.old_revisions} old revision"
+        scanned += "s" if tally.old_revisions != 1 else ""
+    if not rows:
+        return f"No credentials found in {scanned}."
+    lines = [f"{len(rows)} likely credential{'s' if len(rows) != 1 else ''} in {scanned}."]
+    if any(r.current for r in rows):
+        lines.append("Edit a file to take a secret out of its current content.")
+    if with_history:
+        lines.append(
+            f"Remove an old revision's content for good with `{command('redact')} PATH --rev REV`."
+        )
+    else:
+        lines.append(
+            f"Old revisions may hold more: `{command('secrets', '--history')}` lists them."
+        )
+    return "\n".join(lines)
+
+
+@click.command("secrets")
+@click.argument("path", metavar="[PATH]", required=False)
+@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@click.option(
+    "--history", "with_history", is_flag=True, help="Also scan old revisions and deleted files."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per finding.")
+def secrets(path: str | None, store_url: str | None, with_history: bool, as_json: bool) -> None:
+    """List likely credentials stored in the memory tree, masked.
+
+    Each finding: path, revision, line, kind, and the line with the secret masked.
+    PATH is a file or directory in a memfs mount, a model path such as
+    /memories/notes, or a path in the store; without it the whole tree (or, inside a
+    mount, the current directory). --json prints objects with path, rev, current,
+    line, kind, why and preview.
+    """
+    from memfs.mount import state
+    from memfs.store import open_store
+
+    try:
+        if path is None and state.lookup(os.getcwd()) is not None:
+            choice, rel = resolve(os.getcwd(), store_url)
+        elif path is None:
+            choice, rel = stores.choose(store_url), ""
+        else:
+            choice, rel = resolve(path, store_url)
+    except PathError as exc:
+        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    tally = Tally()
+    try:
+        _require_existing(choice)
+        with open_store(choice.url) as store:
+            rows = []
+            for row in scan_store(store, rel, with_history, tally):
+                rows.append(row)
+                click.echo(
+                    json.dumps(asdict(row), ensure_ascii=False) if as_json else format_row(row)
+                )
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+    except MemfsError as exc:
+        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+    if not as_json:
+        click.echo(_summary(rows, tally, with_history))
+
+
+COMMANDS: list[click.Command] = [secrets]
