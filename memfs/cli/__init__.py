@@ -55,4 +55,3 @@ class _LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="memfs")
 def main() -> None:
     """memfs: one memory tree shared by people and Claude."""
-
