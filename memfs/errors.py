@@ -25,6 +25,8 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     ├── QueryError              a search query that is empty or not a valid regex
     ├── MountError              the daemon cannot mount, unmount or find a mount
     ├── SyncError               the mirror cannot start or go on
+    ├── TransferError           an export or import that cannot be done as asked
+    │   └── ImportRefused       ... the source holds what memfs would refuse (listed)
     ├── AgentError              the agent loop cannot start or go on
     └── McpError                the MCP server cannot start (address, port, options)
 """
@@ -163,6 +165,21 @@ class SyncError(MemfsError):
 
 class AgentError(MemfsError):
     pass
+
+
+class TransferError(MemfsError):
+    """An export or import that cannot be done: a destination in the way, a source that
+    is no tree or archive memfs reads, history into a store that is not empty."""
+
+
+class ImportRefused(TransferError):
+    """The source holds entries memfs would refuse (names the gate refuses, links,
+    traversal, conflicts with the store); ``problems`` lists each one as one line, and
+    nothing was imported."""
+
+    def __init__(self, message: str, *, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class McpError(MemfsError):

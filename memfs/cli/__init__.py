@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "expire": "expire",
     "search": "search",
     "mcp": "mcp",
+    "export": "transfer",
+    "import": "transfer",
 }
 
 
