@@ -14,7 +14,7 @@ from types import TracebackType
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import _require_existing, resolve
+from memfs.cli.history import require_existing, resolve
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 
@@ -87,7 +87,7 @@ def export_cmd(
 
     choice, rel = _choose(prefix, store_url)
     try:
-        _require_existing(choice)
+        require_existing(choice)
         with open_store(choice.url) as store, _Bar("export", quiet) as bar:
             result = export_tree(store, dest, prefix=rel, history=history, progress=bar)
     except StoreUnavailable as exc:
