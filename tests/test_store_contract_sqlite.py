@@ -24,3 +24,18 @@ class TestSqliteContract(StoreContract):
         yield make
         for store in opened:
             store.close()
+
+
+def test_shown_urls_mask_passwords_and_keep_the_rest() -> None:
+    from memfs.store import shown_url
+
+    assert shown_url("postgresql://ann:s3cret@db:5432/m?tree=t") == (
+        "postgresql://ann:***@db:5432/m?tree=t"
+    )
+    assert shown_url("postgresql:///m?host=/run&password=s3cret&tree=t") == (
+        "postgresql:///m?host=/run&password=***&tree=t"
+    )
+    assert shown_url("sqlite:///home/ann/memory.db?history=5") == (
+        "sqlite:///home/ann/memory.db?history=5"
+    )
+    assert shown_url("/plain/path?odd.db") == "/plain/path?odd.db"

@@ -16,6 +16,7 @@ import click
 
 from memfs.errors import MemfsError
 from memfs.program import command
+from memfs.store import shown_url
 
 if TYPE_CHECKING:
     from memfs.mount.state import MountRecord
@@ -161,7 +162,7 @@ def _mounts() -> None:
         rows.append(
             (
                 r.mountpoint,
-                r.store_url,
+                shown_url(r.store_url),
                 str(r.pid),
                 state_text,
                 _age(r.started),
@@ -187,7 +188,7 @@ def _mirrors() -> None:
         rows.append(
             (
                 record.dir,
-                record.store_url,
+                shown_url(record.store_url),
                 str(record.pid),
                 "syncing" if alive else "dead",
                 _since(record.started),

@@ -37,6 +37,7 @@ __all__ = [
     "list_trees",
     "open_store",
     "register",
+    "shown_url",
 ]
 
 Opener = Callable[[str, Mapping[str, object]], Store]
@@ -45,6 +46,27 @@ STORE_ENV = "MEMFS_STORE"
 
 _openers: dict[str, Opener] = {}
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def shown_url(url: str) -> str:
+    """``url`` with any password in it masked, for tables and logs a person reads."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    if _SCHEME.match(url) is None:
+        return url
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in pairs):
+        masked = [(k, "***" if k == "password" else v) for k, v in pairs]
+        query = urlencode(masked, safe="/*")
+    else:
+        query = parts.query
+    # Built by hand: urlunsplit drops the "//" of an empty host (postgresql:///db).
+    shown = f"{parts.scheme}://{netloc}{parts.path}"
+    return shown + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 def register(scheme: str, opener: Opener) -> None:
