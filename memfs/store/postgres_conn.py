@@ -32,6 +32,7 @@ from memfs.errors import StoreError, StoreFull, StoreUnavailable
 from memfs.store import postgres_schema as schema
 from memfs.store.base import ChangeKind
 from memfs.store.postgres_url import PgOptions, connect_error, user_of
+from memfs.store.rules import BatchTime
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class PgConnections:
         self._idle: list[psycopg.Connection] = []
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._batch_time = BatchTime()
         self._closed = False
         self.outage: float | None = None  # time.time() of the first failure in a row
         self.reconnects = 0
@@ -226,20 +228,17 @@ class PgConnections:
         all at the clock's time when it began unless the clock is replaced inside."""
         outer = getattr(self._local, "tx", None) is None
         if outer:
-            self._local.frozen = (self.clock, self.clock())
+            self._batch_time.begin(self.clock)
         try:
             with self._tx():
                 yield
         finally:
             if outer:
-                self._local.frozen = None
+                self._batch_time.end()
 
     def _now(self) -> int:
         """The time a mutation records: its batch's (see Store.batch), else the clock's."""
-        frozen = getattr(self._local, "frozen", None)
-        if frozen is not None and frozen[0] is self.clock:
-            return int(frozen[1])
-        return self.clock()
+        return self._batch_time.now(self.clock)
 
     def _begin(self, db: psycopg.Connection) -> Tx:
         row = db.execute(

@@ -14,7 +14,8 @@ import logging
 
 import psycopg
 
-from memfs.errors import AlreadyExists, CapExceeded, Conflict, NotFound, StoreError
+from memfs.errors import AlreadyExists, Conflict, NotFound, StoreError
+from memfs.store import rules
 from memfs.store.base import Checkpoint, Entry, Revision
 from memfs.store.postgres_conn import Tx
 from memfs.store.postgres_history import COLS, REV_COLS, PgHistory, revision
@@ -40,28 +41,15 @@ class PgKeeping(PgHistory):
         files, total = tx.db.execute(
             "SELECT files, bytes FROM memfs.trees WHERE id = %s", (self.tree,)
         ).fetchone() or (0, 0)
-        if options.max_tree_bytes is not None and grow > 0:
-            would = int(total) + grow
-            if would > options.max_tree_bytes:
-                raise CapExceeded(
-                    f"writing '{path}' would make the memory {would} bytes; this store's"
-                    f" limit is {options.max_tree_bytes} bytes in all",
-                    path=path,
-                    cap="max_tree_bytes",
-                    limit=options.max_tree_bytes,
-                    would=would,
-                )
-        if options.max_files is not None and new_files > 0:
-            would = int(files) + new_files
-            if would > options.max_files:
-                raise CapExceeded(
-                    f"creating '{path}' would make {would} files; this store's limit is"
-                    f" {options.max_files} files",
-                    path=path,
-                    cap="max_files",
-                    limit=options.max_files,
-                    would=would,
-                )
+        rules.check_caps(
+            path,
+            grow=grow,
+            new_files=new_files,
+            total_bytes=int(total),
+            files=int(files),
+            max_tree_bytes=options.max_tree_bytes,
+            max_files=options.max_files,
+        )
 
     # --- last use ---------------------------------------------------------------------------
     def mark_used(self, paths: list[str]) -> None:

@@ -20,6 +20,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
+from memfs.store import rules
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.postgres_conn import Tx
 from memfs.store.postgres_history import STAT
@@ -39,12 +40,6 @@ READ_CONTENT = (
 
 class PgWrites(PgKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.postgres.PostgresStore`."""
-
-    def _valid(self, path: str, *, what: str = "path") -> str:
-        rel = parse_rel(path).rel
-        if rel == "":
-            raise InvalidMove(f"the root of the store cannot be the {what} of this operation")
-        return rel
 
     def _entry(self, tx: Tx, path: str) -> Entry:
         row = tx.db.execute(STAT, (self.tree, path)).fetchone()
@@ -82,14 +77,6 @@ class PgWrites(PgKeeping):
         tx.db.execute(TOUCH, (now, now, self.tree, parent_of(path)))
         tx.record("mkdir", path, author, now, rev=rev)
 
-    def _check_size(self, path: str, size: int) -> None:
-        if size > self.options.max_file_bytes:
-            raise TooLarge(
-                f"'{path}' would be {size} bytes; this store's limit is"
-                f" {self.options.max_file_bytes} bytes per file",
-                path=path,
-            )
-
     # --- writing ---------------------------------------------------------------------------
     def write(
         self,
@@ -101,9 +88,9 @@ class PgWrites(PgKeeping):
         mode: int | None = None,
         parents: bool = False,
     ) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         data = bytes(data)
-        self._check_size(rel, len(data))
+        rules.check_size(rel, len(data), self.options.max_file_bytes)
         now = self._now()
         with self._tx() as tx:
             found = self._lookup(tx, rel)
@@ -176,7 +163,7 @@ class PgWrites(PgKeeping):
             return self._entry(tx, rel)
 
     def symlink(self, path: str, target: str, *, author: str) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         if not isinstance(target, str) or not target or "\x00" in target:
             raise StoreError("a symlink target must be non-empty text without NUL", path=rel)
         try:
@@ -208,7 +195,7 @@ class PgWrites(PgKeeping):
         recursive: bool = False,
         expected_rev: int | None = None,
     ) -> None:
-        rel = self._valid(path, what="target")
+        rel = rules.target(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
         now = self._now()
@@ -247,8 +234,8 @@ class PgWrites(PgKeeping):
         tx.db.execute(f"DELETE FROM memfs.entries WHERE {SUBTREE}", {"t": self.tree, "p": top})
 
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
-        src = self._valid(src, what="source")
-        dst = self._valid(dst, what="destination")
+        src = rules.target(src, what="source")
+        dst = rules.target(dst, what="destination")
         if src == dst:
             with self._tx() as tx:
                 if self._lookup(tx, src) is None:
@@ -361,10 +348,10 @@ class PgWrites(PgKeeping):
             return self._entry(tx, rel)
 
     def truncate(self, path: str, size: int, *, author: str) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
-        self._check_size(rel, size)
+        rules.check_size(rel, size, self.options.max_file_bytes)
         now = self._now()
         with self._tx() as tx:
             row = tx.db.execute(STAT, (self.tree, rel)).fetchone()

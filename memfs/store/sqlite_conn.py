@@ -22,6 +22,7 @@ from pathlib import Path
 from memfs.errors import IsADirectory, NotFound, StoreUnavailable
 from memfs.store import sqlite_schema as schema
 from memfs.store.base import ChangeKind, Entry
+from memfs.store.rules import BatchTime
 from memfs.store.sqlite_options import SqliteOptions
 from memfs.store.sqlite_schema import translate
 
@@ -126,6 +127,7 @@ class SqliteConnections:
         self.path = path
         self.options = options or SqliteOptions()
         self._local = threading.local()
+        self._batch_time = BatchTime()
         self._conns: set[sqlite3.Connection] = set()
         self._conns_lock = threading.RLock()
         self._closed = False
@@ -227,20 +229,17 @@ class SqliteConnections:
     def batch(self) -> Iterator[None]:
         outer = getattr(self._local, "batch_depth", 0) == 0
         if outer:
-            self._local.frozen = (self.clock, self.clock())
+            self._batch_time.begin(self.clock)
         try:
             with self._tx():
                 yield
         finally:
             if outer:
-                self._local.frozen = None
+                self._batch_time.end()
 
     def _now(self) -> int:
         """The time a mutation records: the batch's (see Store.batch), else the clock's."""
-        frozen = getattr(self._local, "frozen", None)
-        if frozen is not None and frozen[0] is self.clock:
-            return int(frozen[1])
-        return self.clock()
+        return self._batch_time.now(self.clock)
 
     def _counter(self, db: sqlite3.Connection, name: str) -> int:
         return int(db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from memfs.errors import AlreadyExists, CapExceeded, Conflict, NotFound, StoreError
+from memfs.errors import AlreadyExists, Conflict, NotFound, StoreError
+from memfs.store import rules
 from memfs.store.base import Checkpoint, Entry, Revision
 from memfs.store.sqlite_conn import COLS
 from memfs.store.sqlite_history import REDACTED, SqliteHistory
@@ -28,28 +29,17 @@ class SqliteKeeping(SqliteHistory):
     def _check_caps(self, db: sqlite3.Connection, path: str, grow: int, new_files: int) -> None:
         """Refuse a mutation adding ``grow`` bytes and ``new_files`` files past a cap."""
         options = self.options
-        if options.max_tree_bytes is not None and grow > 0:
-            would = self._counter(db, "bytes") + grow
-            if would > options.max_tree_bytes:
-                raise CapExceeded(
-                    f"writing '{path}' would make the memory {would} bytes; this store's"
-                    f" limit is {options.max_tree_bytes} bytes in all",
-                    path=path,
-                    cap="max_tree_bytes",
-                    limit=options.max_tree_bytes,
-                    would=would,
-                )
-        if options.max_files is not None and new_files > 0:
-            would = self._counter(db, "files") + new_files
-            if would > options.max_files:
-                raise CapExceeded(
-                    f"creating '{path}' would make {would} files; this store's limit is"
-                    f" {options.max_files} files",
-                    path=path,
-                    cap="max_files",
-                    limit=options.max_files,
-                    would=would,
-                )
+        if options.max_tree_bytes is None and options.max_files is None:
+            return
+        rules.check_caps(
+            path,
+            grow=grow,
+            new_files=new_files,
+            total_bytes=self._counter(db, "bytes"),
+            files=self._counter(db, "files"),
+            max_tree_bytes=options.max_tree_bytes,
+            max_files=options.max_files,
+        )
 
     # --- last use -----------------------------------------------------------------------
     def mark_used(self, paths: list[str]) -> None:

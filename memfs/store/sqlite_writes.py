@@ -21,6 +21,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
+from memfs.store import rules
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.sqlite_conn import (
     LOOKUP,
@@ -40,12 +41,6 @@ from memfs.store.sqlite_search import SqliteSearch
 
 class SqliteWrites(SqliteSearch, SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
-
-    def _valid(self, path: str, *, what: str = "path") -> str:
-        rel = parse_rel(path).rel
-        if rel == "":
-            raise InvalidMove(f"the root of the store cannot be the {what} of this operation")
-        return rel
 
     def _ensure_parent(
         self, db: sqlite3.Connection, path: str, author: str, now: int, parents: bool
@@ -77,14 +72,6 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         db.execute(TOUCH, (now, now, parent_of(path)))
         self._record(db, "mkdir", path, author, now, rev=rev)
 
-    def _check_size(self, path: str, size: int) -> None:
-        if size > self.options.max_file_bytes:
-            raise TooLarge(
-                f"'{path}' would be {size} bytes; this store's limit is"
-                f" {self.options.max_file_bytes} bytes per file",
-                path=path,
-            )
-
     # --- writing -----------------------------------------------------------------------
     def write(
         self,
@@ -96,9 +83,9 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         mode: int | None = None,
         parents: bool = False,
     ) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         data = bytes(data)
-        self._check_size(rel, len(data))
+        rules.check_size(rel, len(data), self.options.max_file_bytes)
         now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (rel,)).fetchone()
@@ -173,7 +160,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
     def symlink(self, path: str, target: str, *, author: str) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         if not isinstance(target, str) or not target or "\x00" in target:
             raise StoreError("a symlink target must be non-empty text without NUL", path=rel)
         size = len(target.encode("utf-8", errors="surrogateescape"))
@@ -202,7 +189,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         recursive: bool = False,
         expected_rev: int | None = None,
     ) -> None:
-        rel = self._valid(path, what="target")
+        rel = rules.target(path, what="target")
         if expected_rev is not None and expected_rev < 1:
             raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
         now = self._now()
@@ -247,8 +234,8 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         db.execute(f"DELETE FROM entries WHERE {SUBTREE}", {"p": top})
 
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
-        src = self._valid(src, what="source")
-        dst = self._valid(dst, what="destination")
+        src = rules.target(src, what="source")
+        dst = rules.target(dst, what="destination")
         if src == dst:
             # rename(2) of a name onto itself succeeds and changes nothing
             with self._tx() as db:
@@ -361,10 +348,10 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
             return Entry(*db.execute(STAT, (rel,)).fetchone())
 
     def truncate(self, path: str, size: int, *, author: str) -> Entry:
-        rel = self._valid(path)
+        rel = rules.target(path)
         if size < 0:
             raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
-        self._check_size(rel, size)
+        rules.check_size(rel, size, self.options.max_file_bytes)
         now = self._now()
         with self._tx() as db:
             row = db.execute(READ, (rel,)).fetchone()

@@ -1,0 +1,84 @@
+"""What every backend refuses, and how, in one place: the root as a target, the per-file
+cap, the tree caps, and the one time a batch records (invariants 3, 7 and ``batch``).
+
+A backend keeps its own SQL; these decide from numbers it read inside its transaction,
+so both backends word a refusal alike and cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from memfs.errors import CapExceeded, InvalidMove, TooLarge
+from memfs.paths import parse_rel
+
+
+def target(path: str, *, what: str = "path") -> str:
+    """The canonical store path of ``path``, refusing the root as a mutation's target."""
+    rel = parse_rel(path).rel
+    if rel == "":
+        raise InvalidMove(f"the root of the store cannot be the {what} of this operation")
+    return rel
+
+
+def check_size(path: str, size: int, limit: int) -> None:
+    """TooLarge for content of ``size`` bytes past the per-file cap ``limit``."""
+    if size > limit:
+        raise TooLarge(
+            f"'{path}' would be {size} bytes; this store's limit is {limit} bytes per file",
+            path=path,
+        )
+
+
+def check_caps(
+    path: str,
+    *,
+    grow: int,
+    new_files: int,
+    total_bytes: int,
+    files: int,
+    max_tree_bytes: int | None,
+    max_files: int | None,
+) -> None:
+    """CapExceeded for a mutation adding ``grow`` bytes and ``new_files`` files to a tree
+    now holding ``total_bytes`` in ``files`` files; a mutation that does not grow a
+    measure passes its cap even over it (a cap lowered below what is there)."""
+    if max_tree_bytes is not None and grow > 0 and total_bytes + grow > max_tree_bytes:
+        raise CapExceeded(
+            f"writing '{path}' would make the memory {total_bytes + grow} bytes; this store's"
+            f" limit is {max_tree_bytes} bytes in all",
+            path=path,
+            cap="max_tree_bytes",
+            limit=max_tree_bytes,
+            would=total_bytes + grow,
+        )
+    if max_files is not None and new_files > 0 and files + new_files > max_files:
+        raise CapExceeded(
+            f"creating '{path}' would make {files + new_files} files; this store's limit is"
+            f" {max_files} files",
+            path=path,
+            cap="max_files",
+            limit=max_files,
+            would=files + new_files,
+        )
+
+
+class BatchTime:
+    """The time a batch's changes record: the clock's when the outermost batch began,
+    until the clock is replaced inside the batch (a copy keeping original times)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def begin(self, clock: Callable[[], int]) -> None:
+        self._local.frozen = (clock, clock())
+
+    def end(self) -> None:
+        self._local.frozen = None
+
+    def now(self, clock: Callable[[], int]) -> int:
+        frozen = getattr(self._local, "frozen", None)
+        if frozen is not None and frozen[0] is clock:
+            return int(frozen[1])
+        return clock()
