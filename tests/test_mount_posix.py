@@ -77,6 +77,19 @@ def test_creating_and_removing_a_file_moves_its_directorys_times(memfs_mount: Mo
     assert os.stat(d).st_mtime_ns > after_create.st_mtime_ns
 
 
+def test_a_directory_mtime_set_after_writing_its_files_stays(memfs_mount: MountHandle) -> None:
+    # rsync -a: write the files, then set the directory's mtime. The files' later commit
+    # must not move it (it did, now and then, when the commit came after the utime).
+    d = memfs_mount.mountpoint / "d"
+    d.mkdir()
+    (d / "f").write_bytes(b"pending until the quiet period ends")
+    os.utime(d, ns=(1_600_000_000 * 10**9, 1_600_000_000 * 10**9))
+    store = memfs_mount.store()
+    wait_for(lambda: store.read("d/f")[0], what="the file committed")
+    assert store.stat("d").mtime_ns == 1_600_000_000 * 10**9
+    assert os.stat(d).st_mtime_ns == 1_600_000_000 * 10**9
+
+
 def test_close_after_unlink_or_replace_succeeds_with_commit_on_close(
     mount_factory: Callable[..., MountHandle],
 ) -> None:

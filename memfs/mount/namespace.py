@@ -232,5 +232,10 @@ class NamespaceOps:
             # Only the access time was to change, and it is not stored.
             self.getattr(path)
             return 0
+        with self._mutex:
+            # A file created in this directory and not committed yet would touch the
+            # directory's mtime when it commits, after the time set here: rsync -a sets
+            # a directory's mtime right after writing its files. Commit them first.
+            self.writes.settle(rel(path))
         self._set_attrs(path, mtime_ns=mtime)
         return 0

@@ -307,6 +307,17 @@ class PendingWrites:
                 if buf is not None:
                     self._commit(buf)
 
+    def settle(self, directory: str) -> None:
+        """Before ``directory``'s mtime is set: commit the files created in it and not in
+        the store yet (their commit adds an entry there, which moves the mtime) and forget
+        the mtime pending changes gave it, so the time set is the time shown."""
+        with self.lock:
+            self._touched.pop(directory, None)
+            for name in list(self._created.get(directory, ())):
+                buf = self._bufs.get(f"{directory}/{name}" if directory else name)
+                if buf is not None and buf.created:
+                    self._commit(buf)
+
     # --- inside the lock --------------------------------------------------------------------
     def _log(self) -> jr.Journal:
         if self._journal is None:
