@@ -13,10 +13,9 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.tool import secrets_option
+from memfs.cli.tool import handler_options
 from memfs.errors import MemfsError, MountError
 
-DEFAULT_MAX_FILE_BYTES = 100 * 1024
 TOKEN_ENV = "MEMFS_MCP_TOKEN"
 
 
@@ -58,19 +57,7 @@ def _say(message: str) -> None:
     metavar="TOKEN",
     help=f"Refuse HTTP requests without 'Authorization: Bearer TOKEN' (or set ${TOKEN_ENV}).",
 )
-@click.option(
-    "--create-overwrites",
-    is_flag=True,
-    help="Let create replace an existing file instead of answering 'already exists'.",
-)
-@click.option(
-    "--max-file-bytes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_FILE_BYTES,
-    show_default=True,
-    help="Largest memory file a command may write, in bytes.",
-)
-@secrets_option
+@handler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log each request's problems to stderr.")
 def mcp(
     root: Path | None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import click
 
@@ -44,6 +45,27 @@ secrets_option = click.option(
         "refuse the write, or allow (no scanning)."
     ),
 )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handler_options(command: F) -> F:
+    """The handler's options, as every door that serves the model takes them."""
+    command = secrets_option(command)
+    command = click.option(
+        "--max-file-bytes",
+        type=click.IntRange(min=1),
+        default=DEFAULT_MAX_FILE_BYTES,
+        show_default=True,
+        help="Largest memory file a command may write, in bytes.",
+    )(command)
+    return click.option(
+        "--create-overwrites",
+        is_flag=True,
+        help="Let create replace an existing file instead of answering 'already exists'.",
+    )(command)
+
 
 STREAM_HINT = f"send one command object per line, such as {EXAMPLE}"
 ARGUMENT_HINT = f"give one command object, such as '{EXAMPLE}'"
@@ -139,19 +161,7 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The directory that /memories maps to (it must exist).",
 )
-@click.option(
-    "--create-overwrites",
-    is_flag=True,
-    help="Let create replace an existing file instead of answering 'already exists'.",
-)
-@click.option(
-    "--max-file-bytes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_FILE_BYTES,
-    show_default=True,
-    help="Largest memory file a command may write, in bytes.",
-)
-@secrets_option
+@handler_options
 @click.option(
     "--store",
     "store_url",
@@ -196,4 +206,4 @@ def tool(
 
 COMMANDS: list[click.Command] = [tool]
 
-__all__ = ["COMMANDS", "secrets_option"]
+__all__ = ["COMMANDS", "handler_options", "secrets_option"]
