@@ -31,6 +31,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memfs.errors import StoreUnavailable
+from memfs.store.rules import whole_option
 from memfs.store.sqlite_options import (
     DEFAULT_DELETED_HISTORY_DAYS,
     DEFAULT_HISTORY,
@@ -60,18 +61,6 @@ class PgOptions:
     where: str = field(default="", compare=False)  # "host:port/db" for messages
 
 
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        number = int(value)
-    else:
-        raise StoreUnavailable(f"option {name}={value!r}: must be a whole number")
-    if number < minimum:
-        raise StoreUnavailable(f"option {name}={value!r}: must be at least {minimum}")
-    return number
-
-
 def tree_name_problem(name: str) -> str | None:
     if not _TREE_NAME.match(name):
         return (
@@ -95,15 +84,15 @@ def parse(url: str, options: Mapping[str, object]) -> PgOptions:
             raise StoreUnavailable(problem)
         values["tree"] = tree
     if "max_file_bytes" in options:
-        values["max_file_bytes"] = _whole("max_file_bytes", options["max_file_bytes"], 1)
+        values["max_file_bytes"] = whole_option("max_file_bytes", options["max_file_bytes"], 1)
     if "history" in options:
-        values["history"] = _whole("history", options["history"], 0)
+        values["history"] = whole_option("history", options["history"], 0)
     if "deleted_history_days" in options:
-        days = _whole("deleted_history_days", options["deleted_history_days"], 0)
+        days = whole_option("deleted_history_days", options["deleted_history_days"], 0)
         values["deleted_history_days"] = days
     for cap in ("max_tree_bytes", "max_files"):
         if options.get(cap) not in (None, ""):
-            values[cap] = _whole(cap, options[cap], 1)
+            values[cap] = whole_option(cap, options[cap], 1)
     base = "postgresql://" + url.split("://", 1)[1] if "://" in url else url
     try:
         params = conninfo_to_dict(base)

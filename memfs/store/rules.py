@@ -1,5 +1,6 @@
 """What every backend refuses, and how, in one place: the root as a target, the per-file
-cap, the tree caps, and the one time a batch records (invariants 3, 7 and ``batch``).
+cap, the tree caps, malformed numeric options, and the one time a batch records
+(invariants 3, 7 and ``batch``).
 
 A backend keeps its own SQL; these decide from numbers it read inside its transaction,
 so both backends word a refusal alike and cannot drift apart.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from memfs.errors import CapExceeded, InvalidMove, TooLarge
+from memfs.errors import CapExceeded, InvalidMove, StoreUnavailable, TooLarge
 from memfs.paths import parse_rel
 
 
@@ -20,6 +21,19 @@ def target(path: str, *, what: str = "path") -> str:
     if rel == "":
         raise InvalidMove(f"the root of the store cannot be the {what} of this operation")
     return rel
+
+
+def whole_option(name: str, value: object, minimum: int) -> int:
+    """A store option that is a whole number (typed, or text from a URL query)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value)
+    else:
+        raise StoreUnavailable(f"option {name}={value!r}: must be a whole number")
+    if number < minimum:
+        raise StoreUnavailable(f"option {name}={value!r}: must be at least {minimum}")
+    return number
 
 
 def check_size(path: str, size: int, limit: int) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from memfs.errors import StoreUnavailable
+from memfs.store.rules import whole_option
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_HISTORY = 50
@@ -71,18 +72,6 @@ def path_from_url(url: str) -> Path:
     return Path(os.path.abspath(raw))
 
 
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        number = int(value)
-    else:
-        raise StoreUnavailable(f"option {name}={value!r}: must be a whole number")
-    if number < minimum:
-        raise StoreUnavailable(f"option {name}={value!r}: must be at least {minimum}")
-    return number
-
-
 def _seconds(name: str, value: object) -> float:
     try:
         number = float(value) if not isinstance(value, bool) else float("nan")
@@ -111,14 +100,14 @@ def parse_options(options: Mapping[str, object]) -> SqliteOptions:
         )
     values: dict[str, object] = {}
     if "max_file_bytes" in options:
-        values["max_file_bytes"] = _whole("max_file_bytes", options["max_file_bytes"], 1)
+        values["max_file_bytes"] = whole_option("max_file_bytes", options["max_file_bytes"], 1)
     for cap in ("max_tree_bytes", "max_files"):
         if cap in options and options[cap] not in (None, "", "none"):
-            values[cap] = _whole(cap, options[cap], 1)
+            values[cap] = whole_option(cap, options[cap], 1)
     if "history" in options:
-        values["history"] = _whole("history", options["history"], 0)
+        values["history"] = whole_option("history", options["history"], 0)
     if "deleted_history_days" in options:
-        days = _whole("deleted_history_days", options["deleted_history_days"], 0)
+        days = whole_option("deleted_history_days", options["deleted_history_days"], 0)
         values["deleted_history_days"] = days
     if "busy_timeout" in options:
         values["busy_timeout"] = _seconds("busy_timeout", options["busy_timeout"])
