@@ -36,7 +36,7 @@ from memfs.handler import strings
 from memfs.handler.commands import Commands, Refused, Result
 from memfs.handler.keeping import Keeping
 from memfs.handler.tree import DIR_MODE, Tree
-from memfs.paths import parse
+from memfs.paths import MemPath, parse
 from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
 from memfs.store.base import Store
 
@@ -67,6 +67,8 @@ _FIELDS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 # Text that becomes file content must be encodable; paths are checked by the gate.
 _CONTENT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
+# The fields the gate reads, in the order their refusals are reported.
+_PATH_FIELDS = ("path", "old_path", "new_path")
 # The field of each writing command that brings new text, scanned for credentials.
 _WRITTEN_FIELD = {"create": "file_text", "str_replace": "new_str", "insert": "insert_text"}
 
@@ -167,18 +169,20 @@ class MemoryHandler:
         self._commands = Commands(
             self._tree, overwrite=overwrite, max_file_bytes=max_file_bytes, keeping=self._keeping
         )
-        self._dispatch: dict[str, Callable[[dict[str, Any]], Result]] = {
-            "view": lambda f: self._commands.view(f["path"], parse(f["path"]), f["view_range"]),
-            "create": lambda f: self._commands.create(f["path"], parse(f["path"]), f["file_text"]),
-            "str_replace": lambda f: self._commands.str_replace(
-                f["path"], parse(f["path"]), f["old_str"], f["new_str"] or ""
+        # Each command gets its fields and the gate's reading of its paths (``_gate``).
+        commands = self._commands
+        self._dispatch: dict[str, Callable[[dict[str, Any], dict[str, MemPath]], Result]] = {
+            "view": lambda f, g: commands.view(f["path"], g["path"], f["view_range"]),
+            "create": lambda f, g: commands.create(f["path"], g["path"], f["file_text"]),
+            "str_replace": lambda f, g: commands.str_replace(
+                f["path"], g["path"], f["old_str"], f["new_str"] or ""
             ),
-            "insert": lambda f: self._commands.insert(
-                f["path"], parse(f["path"]), f["insert_line"], f["insert_text"]
+            "insert": lambda f, g: commands.insert(
+                f["path"], g["path"], f["insert_line"], f["insert_text"]
             ),
-            "delete": lambda f: self._commands.delete(f["path"], parse(f["path"])),
-            "rename": lambda f: self._commands.rename(
-                f["old_path"], parse(f["old_path"]), f["new_path"], parse(f["new_path"])
+            "delete": lambda f, g: commands.delete(f["path"], g["path"]),
+            "rename": lambda f, g: commands.rename(
+                f["old_path"], g["old_path"], f["new_path"], g["new_path"]
             ),
         }
 
@@ -195,8 +199,11 @@ class MemoryHandler:
                 return Result(strings.unknown_command(name_value), True)
             name = name_value
             fields = _fields(name, command)
+            # The gate reads every path once, first: a path it refuses gets its message,
+            # whatever else is wrong with the command.
+            gated = {key: parse(fields[key]) for key in _PATH_FIELDS if key in fields}
             note = self._screen(name, fields)
-            result = self._dispatch[name](fields)
+            result = self._dispatch[name](fields, gated)
             if note and not result.is_error:
                 return Result(f"{result.content}{note}", False)
             return result
@@ -220,8 +227,6 @@ class MemoryHandler:
         field = _WRITTEN_FIELD.get(name)
         if field is None or self.secrets == "allow" or not fields[field]:
             return ""
-        # The gate speaks first: a path it refuses gets its message, not a secrets one.
-        parse(fields["path"])
         findings: list[Finding] = scan(fields[field])
         if not findings:
             return ""
