@@ -226,15 +226,8 @@ class PgConnections:
     def batch(self) -> Iterator[None]:
         """Every mutation this thread makes inside is one transaction (nested: joins),
         all at the clock's time when it began unless the clock is replaced inside."""
-        outer = getattr(self._local, "tx", None) is None
-        if outer:
-            self._batch_time.begin(self.clock)
-        try:
-            with self._tx():
-                yield
-        finally:
-            if outer:
-                self._batch_time.end()
+        with self._batch_time.during(self.clock), self._tx():
+            yield
 
     def _now(self) -> int:
         """The time a mutation records: its batch's (see Store.batch), else the clock's."""

@@ -9,7 +9,8 @@ so both backends word a refusal alike and cannot drift apart.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from memfs.errors import CapExceeded, InvalidMove, StoreUnavailable, TooLarge
 from memfs.paths import parse_rel
@@ -85,11 +86,19 @@ class BatchTime:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def begin(self, clock: Callable[[], int]) -> None:
-        self._local.frozen = (clock, clock())
-
-    def end(self) -> None:
-        self._local.frozen = None
+    @contextmanager
+    def during(self, clock: Callable[[], int]) -> Iterator[None]:
+        """Around one (possibly nested) batch of this thread."""
+        depth: int = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self._local.frozen = (clock, clock())
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                self._local.frozen = None
 
     def now(self, clock: Callable[[], int]) -> int:
         frozen = getattr(self._local, "frozen", None)

@@ -227,15 +227,8 @@ class SqliteConnections:
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        outer = getattr(self._local, "batch_depth", 0) == 0
-        if outer:
-            self._batch_time.begin(self.clock)
-        try:
-            with self._tx():
-                yield
-        finally:
-            if outer:
-                self._batch_time.end()
+        with self._batch_time.during(self.clock), self._tx():
+            yield
 
     def _now(self) -> int:
         """The time a mutation records: the batch's (see Store.batch), else the clock's."""
