@@ -14,6 +14,7 @@ import hashlib
 import psycopg
 
 from memfs.errors import NotFound, Redacted
+from memfs.store import rules
 from memfs.store.base import Entry, Revision
 from memfs.store.postgres_conn import PgConnections, Tx
 from memfs.store.sqlite_conn import need_file
@@ -37,11 +38,8 @@ _HISTORY = (
 class PgHistory(PgConnections):
     """History rows for :class:`memfs.store.postgres_writes.PgWrites` and the reads."""
 
-    def _expired_before(self, now: int) -> int:
-        return now - self.options.deleted_history_days * DAY_NS
-
     def _expired(self, deleted_ns: int, trim_ns: int | None, now: int) -> bool:
-        return deleted_ns < self._expired_before(now) and (trim_ns or 0) <= now
+        return rules.history_expired(deleted_ns, trim_ns, now, self.options.deleted_history_days)
 
     # --- recording -----------------------------------------------------------------------
     def _add_revision(self, tx: Tx, path: str, rev: int, data: bytes, author: str, now: int) -> str:
@@ -156,11 +154,10 @@ class PgHistory(PgConnections):
             "SELECT deleted_ns, trim_ns FROM memfs.gone WHERE tree = %s AND path = %s",
             (self.tree, path),
         ).fetchone()
-        now = self.clock()
-        if gone is None or self._expired(gone[0], gone[1], now):
-            raise NotFound(f"no entry and no retained history at '{path}'", path=path)
-        trimmed = gone[1] is None or gone[1] <= now
-        return 1 if trimmed else -1
+        try:
+            return rules.gone_visible(gone, self.clock(), self.options.deleted_history_days)
+        except NotFound:
+            raise NotFound(f"no entry and no retained history at '{path}'", path=path) from None
 
     def _history_rows(
         self, db: psycopg.Connection, path: str, limit: int | None = None

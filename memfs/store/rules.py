@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from memfs.errors import CapExceeded, InvalidMove, StoreUnavailable, TooLarge
+from memfs.errors import CapExceeded, InvalidMove, NotFound, StoreUnavailable, TooLarge
 from memfs.paths import parse_rel
 
 
@@ -77,6 +77,25 @@ def check_caps(
             limit=max_files,
             would=files + new_files,
         )
+
+
+DAY_NS = 86_400 * 10**9
+
+
+def history_expired(deleted_ns: int, trim_ns: int | None, now: int, days: int) -> bool:
+    """Whether a gone path's history has expired (invariant 6): deleted more than
+    ``days`` ago, and past a moved-away path's grace (``trim_ns``), which outlasts even
+    ``days=0``: the save that moved it aside has not brought its name back yet."""
+    return deleted_ns < now - days * DAY_NS and (trim_ns or 0) <= now
+
+
+def gone_visible(gone: tuple[int, int | None] | None, now: int, days: int) -> int:
+    """How many of a gone path's newest revisions a reader sees: -1 (all, in a moved
+    path's grace) or 1 (its last); NotFound when nothing is retained."""
+    if gone is None or history_expired(gone[0], gone[1], now, days):
+        raise NotFound("no retained history")
+    trimmed = gone[1] is None or gone[1] <= now
+    return 1 if trimmed else -1
 
 
 class BatchTime:

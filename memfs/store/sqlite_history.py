@@ -32,13 +32,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from memfs.errors import NotFound, Redacted
+from memfs.store import rules
 from memfs.store.base import Entry, Revision
+from memfs.store.rules import DAY_NS
 from memfs.store.sqlite_conn import STAT, SqliteConnections, need_file, pack_blob, unpack_blob
 from memfs.store.sqlite_schema import translate
 
 MOVED_GRACE_NS = 10 * 60 * 10**9
 SWEEP_ROWS = 100
-DAY_NS = 86_400 * 10**9
 
 _PRUNE_LIVE = (
     "DELETE FROM revisions WHERE path = :p AND rev < (SELECT rev FROM revisions"
@@ -55,13 +56,8 @@ REDACTED = "redacted:"
 class SqliteHistory(SqliteConnections):
     """History rows for :class:`memfs.store.sqlite_writes.SqliteWrites` and the reads."""
 
-    def _expired_before(self, now: int) -> int:
-        return now - self.options.deleted_history_days * DAY_NS
-
     def _expired(self, deleted_ns: int, trim_ns: int | None, now: int) -> bool:
-        # A moved-away path's grace outlasts even deleted_history_days=0: the save that
-        # moved it aside has not brought its name back yet.
-        return deleted_ns < self._expired_before(now) and (trim_ns or 0) <= now
+        return rules.history_expired(deleted_ns, trim_ns, now, self.options.deleted_history_days)
 
     # --- recording ----------------------------------------------------------------------
     def _add_revision(
@@ -176,11 +172,10 @@ class SqliteHistory(SqliteConnections):
             need_file(Entry(*row))
             return -1
         gone = db.execute("SELECT deleted_ns, trim_ns FROM gone WHERE path = ?", (path,)).fetchone()
-        now = self.clock()
-        if gone is None or self._expired(gone[0], gone[1], now):
-            raise NotFound(f"no entry and no retained history at '{path}'", path=path)
-        trimmed = gone[1] is None or gone[1] <= now
-        return 1 if trimmed else -1
+        try:
+            return rules.gone_visible(gone, self.clock(), self.options.deleted_history_days)
+        except NotFound:
+            raise NotFound(f"no entry and no retained history at '{path}'", path=path) from None
 
     def _history_rows(
         self, db: sqlite3.Connection, path: str, limit: int | None = None
