@@ -107,26 +107,11 @@ def history(path: str, store_url: str | None, limit: int | None, show_rev: int |
     PATH is a file in a memfs mount, a model path such as /memories/notes.md, or a path
     in the store such as notes.md. With --show REV, print that revision's content.
     """
-    from memfs.store import open_store
-
-    try:
-        choice, rel = resolve(path, store_url)
-    except PathError as exc:
-        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
-    except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
-    try:
-        require_existing(choice)
-        with open_store(choice.url) as store:
-            if show_rev is not None:
-                data = store.read_revision(rel, show_rev)
-                click.echo(data, nl=False)
-                return
-            revisions = store.history(rel, limit)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+    with target(path, store_url) as (store, rel, _):
+        if show_rev is not None:
+            click.echo(store.read_revision(rel, show_rev), nl=False)
+            return
+        revisions = store.history(rel, limit)
     for revision in revisions:
         click.echo(format_revision(revision))
 
