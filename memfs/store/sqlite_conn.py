@@ -73,7 +73,7 @@ SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
 NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
 RECORD = (
     "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
-    " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
 
@@ -255,11 +255,7 @@ class SqliteConnections:
     ) -> None:
         # The content's hash stays in the feed when its revision row is pruned, so a
         # restore can still find the bytes wherever another revision keeps them.
-        db.execute(
-            "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (kind, path, old_path, author, now, rev, size, sha256),
-        )
+        db.execute(RECORD, (kind, path, old_path, author, now, rev, size, sha256))
 
     def close(self) -> None:
         with self._conns_lock:

@@ -38,6 +38,9 @@ from memfs.store.sqlite_conn import (
 from memfs.store.sqlite_keeping import SqliteKeeping
 from memfs.store.sqlite_search import SqliteSearch
 
+# A removal record's rev, size and sha256: it left no content behind.
+_NO_CONTENT = (None, None, None)
+
 
 class SqliteWrites(SqliteSearch, SqliteKeeping):
     """Mutations of the store; reads live in :class:`memfs.store.sqlite.SqliteStore`."""
@@ -225,7 +228,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         db.executemany(
             RECORD,
             [
-                (("rmdir" if kind == "dir" else "delete"), path, None, author, now, None)
+                ("rmdir" if kind == "dir" else "delete", path, None, author, now, *_NO_CONTENT)
                 for _, path, kind in victims
             ],
         )
