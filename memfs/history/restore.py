@@ -97,7 +97,25 @@ def restore_tree(
     """Return the tree at and below ``top`` to how it was after change ``seq``: files
     put back, files made since deleted (they stay in history), directories made or
     removed to match. Files whose content is no longer retained stay as they are and
-    are listed in ``Plan.unavailable``; symlinks in ``Plan.symlinks``."""
+    are listed in ``Plan.unavailable``; symlinks in ``Plan.symlinks``. A write that
+    raced the restore (a server store) undoes it whole: RestoreError."""
+    try:
+        return _restore_tree(store, seq, top, author=author, dry_run=dry_run, progress=progress)
+    except Conflict as e:
+        raise RestoreError(
+            f"the tree changed while restoring ({e}); nothing was changed, run it again"
+        ) from e
+
+
+def _restore_tree(
+    store: Store,
+    seq: int,
+    top: str,
+    *,
+    author: str,
+    dry_run: bool,
+    progress: Callable[[int], None] | None,
+) -> Plan:
     with store.batch():
         if top:
             store.stat(top)  # NotFound for a subtree that is gone: restore it by path
@@ -131,13 +149,3 @@ def restore_tree(
             else:
                 store.write(path, contents[path], author=author, expected_rev=entry.rev)
         return plan
-
-
-def guard(call: Callable[[], Plan]) -> Plan:
-    """Run a restore, turning a write that raced it into one clear error."""
-    try:
-        return call()
-    except Conflict as e:
-        raise RestoreError(
-            f"the tree changed while restoring ({e}); nothing was changed, run it again"
-        ) from e

@@ -98,14 +98,6 @@ def feed(
         after = page[-1].seq
 
 
-def tree_at(store: Store, seq: int, *, progress: Callable[[int], None] | None = None) -> Tree:
-    """Every path that existed after change ``seq`` (0: the empty tree)."""
-    replay = Replay()
-    for change in feed(store, seq, progress=progress):
-        replay.apply(change)
-    return replay.nodes
-
-
 def then_and_now(
     store: Store, seq: int, top: str = "", *, progress: Callable[[int], None] | None = None
 ) -> tuple[Tree, Tree]:
