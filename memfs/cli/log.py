@@ -7,6 +7,7 @@ is in; points in time are written as :mod:`memfs.history.when` reads them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import click
 
@@ -71,15 +72,15 @@ def log(
 _STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
-def _echo_diff(lines: list[str] | object, color: bool | None) -> int:
-    shown = 0
-    for line in lines:  # type: ignore[attr-defined]
-        text = str(line).rstrip("\n")
-        header = text.startswith(("+++", "---"))
-        style = {"bold": True} if header else {"fg": _STYLES.get(text[:1])}
-        click.echo(click.style(text, **style) if style.get("fg") or header else text, color=color)
-        shown += 1
-    return shown
+def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
+    """Print diff lines, styled (click drops the styles off a terminal)."""
+    for line in lines:
+        text = line.rstrip("\n")
+        if text.startswith(("+++", "---")):
+            text = click.style(text, bold=True)
+        elif text[:1] in _STYLES:
+            text = click.style(text, fg=_STYLES[text[:1]])
+        click.echo(text, color=color)
 
 
 @click.command()

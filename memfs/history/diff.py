@@ -46,12 +46,11 @@ def file_diff(
     revision against its current content; the current content against nothing for a
     deleted path)."""
     if old_rev is None:
-        history = store.history(path, limit=2)
         if new_rev is not None:
             older = [r for r in store.history(path) if r.rev < new_rev]
-            old_rev = older[0].rev if older else None
-        elif len(history) == 2:
-            old_rev = history[1].rev
+        else:
+            older = store.history(path, limit=2)[1:]
+        old_rev = older[0].rev if older else None
     old = store.read_revision(path, old_rev) if old_rev is not None else None
     if new_rev is not None:
         new: bytes | None = store.read_revision(path, new_rev)
