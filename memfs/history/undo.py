@@ -71,19 +71,23 @@ def select(
         until = page[-1].seq - 1
 
 
-def _befores(store: Store, chosen: Sequence[Change]) -> dict[int, dict[str, Node | None]]:
+Nodes = dict[str, Node | None]  # path -> what was there (None: nothing)
+
+
+def _around(store: Store, chosen: Sequence[Change]) -> dict[int, tuple[Nodes, Nodes]]:
     """For each chosen change, the nodes of the paths it touched just before it and
-    just after it (keys ``"before:" + path`` and ``"after:" + path``), from one replay."""
-    wanted = {c.seq: c for c in chosen}
-    states: dict[int, dict[str, Node | None]] = {}
+    just after it, from one replay of the feed."""
+    wanted = {c.seq for c in chosen}
+    states: dict[int, tuple[Nodes, Nodes]] = {}
     replay = Replay()
     for change in feed(store, max(wanted)):
+        if change.seq not in wanted:
+            replay.apply(change)
+            continue
         touched = _touched(change)
-        if change.seq in wanted:
-            states[change.seq] = {"before:" + p: replay.nodes.get(p) for p in touched}
+        before = {p: replay.nodes.get(p) for p in touched}
         replay.apply(change)
-        if change.seq in wanted:
-            states[change.seq].update({"after:" + p: replay.nodes.get(p) for p in touched})
+        states[change.seq] = (before, {p: replay.nodes.get(p) for p in touched})
     return states
 
 
@@ -122,7 +126,7 @@ def undo(
         return report
     with store.batch():
         start = store.last_seq()
-        states = _befores(store, chosen)
+        states = _around(store, chosen)
         for change in sorted(chosen, key=lambda c: c.seq, reverse=True):
             try:
                 outcome = _revert(store, change, states[change.seq], author, dry_run)
@@ -138,19 +142,17 @@ def undo(
 
 
 def _revert(
-    store: Store, change: Change, state: dict[str, Node | None], author: str, dry_run: bool
+    store: Store, change: Change, state: tuple[Nodes, Nodes], author: str, dry_run: bool
 ) -> Outcome:
     if change.kind == "attr":
         return Outcome(change, "skipped", "attribute changes are not undone")
-    paths = _touched(change)
-    for path in paths:
-        after = state["after:" + path]
+    befores, afters = state
+    for path, after in afters.items():
         if after is not None and after.kind == "file" and after.sha256 is None:
             return Outcome(change, "unavailable", f"the content it wrote to '{path}' is gone")
         now, _ = _now(store, path)
         if not _same(now, after):
             return Outcome(change, "conflict", f"'{path}' was changed since")
-    befores = {p: state["before:" + p] for p in paths}
     for path, node in befores.items():
         if node is not None and node.kind == "file" and node.sha256 is None:
             return Outcome(change, "unavailable", f"the earlier content of '{path}' is gone")
