@@ -11,15 +11,13 @@ from memfs.errors import (
     AlreadyExists,
     Conflict,
     DirectoryNotEmpty,
-    InvalidMove,
     IsADirectory,
     NotADirectory,
     NotFound,
-    PathTooLong,
     StoreError,
     TooLarge,
 )
-from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
+from memfs.paths import parse_rel
 from memfs.store import rules
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.postgres_conn import Tx
@@ -241,8 +239,7 @@ class PgWrites(PgKeeping):
                 if self._lookup(tx, src) is None:
                     raise NotFound(f"no entry at '{src}'", path=src)
             return
-        if dst.startswith(src + "/"):
-            raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
+        rules.check_move(src, dst)
         now = self._now()
         with self._tx() as tx:
             found = self._lookup(tx, src)
@@ -250,7 +247,7 @@ class PgWrites(PgKeeping):
                 raise NotFound(f"no entry at '{src}'", path=src)
             src_kind = found[0]
             if src_kind == "dir":
-                self._check_reach(tx, src, dst)
+                rules.check_reach(src, dst, self._extent(tx.db, src))
             self._ensure_parent(tx, dst, author, now, False)
             existing = self._lookup(tx, dst)
             if existing is not None:
@@ -284,19 +281,6 @@ class PgWrites(PgKeeping):
             tx.record("rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha)
             self._sweep(tx, now)
 
-    def _check_reach(self, tx: Tx, src: str, dst: str) -> None:
-        """Refuse moving a directory where one of its descendants would pass the path
-        gate's depth or length limit: the whole rename, not that file later."""
-        depth, nbytes = self._extent(tx.db, src)
-        dst_depth = dst.count("/") + 1
-        dst_bytes = len(dst.encode("utf-8", "surrogateescape"))
-        if not fits(dst_depth + depth, dst_bytes + nbytes):
-            raise PathTooLong(
-                f"moving '{src}' to '{dst}' would put an entry more than {MAX_DEPTH} levels"
-                f" deep or past {MAX_PATH_BYTES} bytes",
-                path=dst,
-            )
-
     def _replace(
         self,
         tx: Tx,
@@ -308,14 +292,8 @@ class PgWrites(PgKeeping):
         now: int,
     ) -> None:
         """Remove ``dst`` so ``src`` can take its name, if the rules allow it."""
-        if not overwrite:
-            raise AlreadyExists(f"the destination '{dst}' already exists", path=dst)
-        if src_kind == "dir" and dst_kind != "dir":
-            raise NotADirectory(f"cannot replace the non-directory '{dst}' with a directory")
-        if src_kind != "dir" and dst_kind == "dir":
-            raise IsADirectory(f"cannot replace the directory '{dst}' with a file", path=dst)
-        if len(self._subtree(tx, dst)) > 1:
-            raise DirectoryNotEmpty(f"the directory '{dst}' is not empty", path=dst)
+        entries = len(self._subtree(tx, dst))
+        rules.check_replace(src_kind, dst, dst_kind, overwrite=overwrite, entries=entries)
         # The rename record that follows says dst was replaced; no separate delete. The
         # history of dst stays: an arriving file continues it, anything else leaves it
         # as a deleted file's.

@@ -12,8 +12,19 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from memfs.errors import CapExceeded, InvalidMove, NotFound, StoreUnavailable, TooLarge
-from memfs.paths import parse_rel
+from memfs.errors import (
+    AlreadyExists,
+    CapExceeded,
+    DirectoryNotEmpty,
+    InvalidMove,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    PathTooLong,
+    StoreUnavailable,
+    TooLarge,
+)
+from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
 
 
 def target(path: str, *, what: str = "path") -> str:
@@ -35,6 +46,40 @@ def whole_option(name: str, value: object, minimum: int) -> int:
     if number < minimum:
         raise StoreUnavailable(f"option {name}={value!r}: must be at least {minimum}")
     return number
+
+
+def check_move(src: str, dst: str) -> None:
+    """A directory is never moved into itself (invariant 3)."""
+    if dst.startswith(src + "/"):
+        raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
+
+
+def check_reach(src: str, dst: str, extent: tuple[int, int]) -> None:
+    """Refuse moving a directory whose descendants, ``extent`` (segments, bytes) below
+    it, would pass the path gate's depth or length limit at ``dst``: the whole rename,
+    not one file later."""
+    depth, nbytes = extent
+    dst_depth = dst.count("/") + 1
+    dst_bytes = len(dst.encode("utf-8", "surrogateescape"))
+    if not fits(dst_depth + depth, dst_bytes + nbytes):
+        raise PathTooLong(
+            f"moving '{src}' to '{dst}' would put an entry more than {MAX_DEPTH} levels"
+            f" deep or past {MAX_PATH_BYTES} bytes",
+            path=dst,
+        )
+
+
+def check_replace(src_kind: str, dst: str, dst_kind: str, *, overwrite: bool, entries: int) -> None:
+    """Whether a rename may replace ``dst`` (``entries``: it and what is below it):
+    only with ``overwrite``, file over file or directory over an empty directory."""
+    if not overwrite:
+        raise AlreadyExists(f"the destination '{dst}' already exists", path=dst)
+    if src_kind == "dir" and dst_kind != "dir":
+        raise NotADirectory(f"cannot replace the non-directory '{dst}' with a directory")
+    if src_kind != "dir" and dst_kind == "dir":
+        raise IsADirectory(f"cannot replace the directory '{dst}' with a file", path=dst)
+    if entries > 1:
+        raise DirectoryNotEmpty(f"the directory '{dst}' is not empty", path=dst)
 
 
 def check_size(path: str, size: int, limit: int) -> None:

@@ -12,15 +12,13 @@ from memfs.errors import (
     AlreadyExists,
     Conflict,
     DirectoryNotEmpty,
-    InvalidMove,
     IsADirectory,
     NotADirectory,
     NotFound,
-    PathTooLong,
     StoreError,
     TooLarge,
 )
-from memfs.paths import MAX_DEPTH, MAX_PATH_BYTES, fits, parse_rel
+from memfs.paths import parse_rel
 from memfs.store import rules
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Entry
 from memfs.store.sqlite_conn import (
@@ -245,8 +243,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
                 if db.execute(LOOKUP, (src,)).fetchone() is None:
                     raise NotFound(f"no entry at '{src}'", path=src)
             return
-        if dst.startswith(src + "/"):
-            raise InvalidMove(f"cannot move '{src}' into itself ('{dst}')", path=src)
+        rules.check_move(src, dst)
         now = self._now()
         with self._tx() as db:
             row = db.execute(LOOKUP, (src,)).fetchone()
@@ -254,7 +251,7 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
                 raise NotFound(f"no entry at '{src}'", path=src)
             src_kind = row[1]
             if src_kind == "dir":
-                self._check_reach(db, src, dst)
+                rules.check_reach(src, dst, subtree_extent(db, src))
             self._ensure_parent(db, dst, author, now, False)
             existing = db.execute(LOOKUP, (dst,)).fetchone()
             if existing is not None:
@@ -282,19 +279,6 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
             )
             self._sweep(db, now)
 
-    def _check_reach(self, db: sqlite3.Connection, src: str, dst: str) -> None:
-        """Refuse moving a directory where one of its descendants would pass the path
-        gate's depth or length limit: the whole rename, not that file later."""
-        depth, nbytes = subtree_extent(db, src)
-        dst_depth = dst.count("/") + 1
-        dst_bytes = len(dst.encode("utf-8", "surrogateescape"))
-        if not fits(dst_depth + depth, dst_bytes + nbytes):
-            raise PathTooLong(
-                f"moving '{src}' to '{dst}' would put an entry more than {MAX_DEPTH} levels"
-                f" deep or past {MAX_PATH_BYTES} bytes",
-                path=dst,
-            )
-
     def _replace(
         self,
         db: sqlite3.Connection,
@@ -307,18 +291,11 @@ class SqliteWrites(SqliteSearch, SqliteKeeping):
         now: int,
     ) -> None:
         """Remove ``dst`` so ``src`` can take its name, if the rules allow it."""
-        if not overwrite:
-            raise AlreadyExists(f"the destination '{dst}' already exists", path=dst)
-        if src_kind == "dir" and dst_kind != "dir":
-            raise NotADirectory(f"cannot replace the non-directory '{dst}' with a directory")
-        if src_kind != "dir" and dst_kind == "dir":
-            raise IsADirectory(f"cannot replace the directory '{dst}' with a file", path=dst)
         victims = db.execute(
             f"SELECT id, path, kind FROM entries WHERE {SUBTREE} ORDER BY path DESC",
             {"p": dst},
         ).fetchall()
-        if len(victims) > 1:
-            raise DirectoryNotEmpty(f"the directory '{dst}' is not empty", path=dst)
+        rules.check_replace(src_kind, dst, dst_kind, overwrite=overwrite, entries=len(victims))
         # The rename record that follows says dst was replaced; no separate delete. The
         # history of dst stays: an arriving file continues it, anything else leaves it
         # as a deleted file's.
