@@ -21,12 +21,15 @@ from tests.store_contract.feed import FeedContract
 from tests.store_contract.history import HistoryContract
 from tests.store_contract.keeping import KeepingContract
 from tests.store_contract.model import ModelContract
+from tests.store_contract.rebase import RebaseContract
 from tests.store_contract.tree import TreeContract
 
 __all__ = ["A", "MakeStore", "StoreContract", "tree"]
 
 
-class StoreContract(TreeContract, FeedContract, HistoryContract, KeepingContract, ModelContract):
+class StoreContract(
+    TreeContract, FeedContract, HistoryContract, KeepingContract, ModelContract, RebaseContract
+):
     @pytest.fixture
     def make_store(self) -> MakeStore:
         raise NotImplementedError("a backend's test module supplies make_store")
