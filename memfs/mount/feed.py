@@ -80,6 +80,44 @@ def touched_paths(change: Change) -> list[str]:
     return out
 
 
+class StaleQueue(threading.Thread):
+    """Paths whose kernel caches this mount's own commits made wrong (an O_APPEND write
+    moved to the true end, a change rebased onto another writer's), invalidated from this
+    thread: never from a FUSE callback, which would deadlock on the kernel's locks."""
+
+    def __init__(self, invalidate: Callable[[str], None]) -> None:
+        super().__init__(name="memfs-stale", daemon=True)
+        self._invalidate = invalidate
+        self._paths: dict[str, None] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._halt = False
+
+    def add(self, path: str) -> None:
+        with self._lock:
+            self._paths[path] = None
+            self._paths[_parent(path)] = None
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._halt = True
+        self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=10)
+
+    def run(self) -> None:
+        while not self._halt:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                paths, self._paths = list(self._paths), {}
+            for path in paths:
+                try:
+                    self._invalidate("/" + path)
+                except Exception:
+                    log.exception("memfs: could not invalidate %s", path)
+
+
 MAINTAIN_INTERVAL = 1.0  # seconds between store.maintain() calls
 # How long one wait on a pushing store lasts: bounds how late stop() is noticed.
 PUSH_WAIT = 0.25

@@ -132,6 +132,15 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
                 flags,
             )
 
+        def write(self, path: bytes | None, buf: Any, size: int, offset: int, fip: Any) -> int:
+            # mfusepy passes only the handle; the open flags ride along on every write
+            # (libfuse copies them from the kernel's request), and O_APPEND must reach the
+            # write path: the kernel's offset comes from a size it may have cached.
+            data = ctypes.string_at(buf, size)
+            fi = fip.contents
+            decoded = None if path is None else path.decode(self.encoding, self.errors)
+            return self.operations.write(decoded, data, offset, fi.fh, fi.flags)
+
         def truncate_fuse_3(self, path: bytes | None, length: int, fip: Any) -> int:
             # mfusepy drops the handle; an ftruncate of an unlinked file needs it.
             fh = fip.contents.fh if fip else None

@@ -13,6 +13,15 @@ CRC covers length, type and payload. Replay stops at the first record that is sh
 fails its CRC: only the last record can be torn, and it was never acknowledged (its
 write(2) had not returned when the process died).
 
+A buffer's change lands on the store by compare-and-set, possibly rebased onto newer
+content (:mod:`memfs.store.rebase`), so replaying it twice would append its tail twice.
+Before each attempt a LANDING record names the target path, the expected revision and
+the SHA-256 of the bytes about to be written; a replay whose last landing is already in
+the store's history was committed before the daemon could note it, and is not redone.
+A SHAPE record (written when a buffer's whole content is journaled again: compaction,
+recovery) keeps how the change relates to its base; without one it is derived from the
+writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place).
+
 Each daemon writes its own file, ``<dir>/<pid>-<n>.journal``, and holds an exclusive
 ``flock`` on it while it runs. A journal nobody holds belongs to a daemon that is gone:
 :func:`orphans` finds those for recovery.
@@ -31,14 +40,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memfs.store.rebase import Shape
+
 _HEAD = struct.Struct("<IIB")  # crc, length of type + payload, type
 _OPEN = struct.Struct("<QqIB")  # id, base_rev, mode, flags; then path and author
 _POS = struct.Struct("<QQ")  # id, offset or size
 _MODE = struct.Struct("<QI")
 _ID = struct.Struct("<Q")
 _TEXT = struct.Struct("<H")
+_SHAPE = struct.Struct("<QBQ")  # id, shape code, base_size
+_LANDING = struct.Struct("<Qq32s")  # id, expected revision, sha256; then the target path
 
-OPEN, WRITE, TRUNCATE, MODE, DONE = 1, 2, 3, 4, 5
+OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING = 1, 2, 3, 4, 5, 6, 7
+_SHAPES = {Shape.APPEND: 0, Shape.WHOLE: 1, Shape.EDIT: 2}
+_CODES = {code: shape for shape, code in _SHAPES.items()}
 # OPEN flags. CREATED: the file did not exist in the store (commit must create it).
 # WHOLE: the journal holds the whole content from here on; no base to load at replay.
 CREATED, WHOLE = 1, 2
@@ -63,6 +78,10 @@ class Recovered:
     created: bool
     whole: bool
     data: bytearray = field(default_factory=bytearray)
+    base_size: int = 0
+    shape: Shape = Shape.WHOLE
+    # The last commit attempt: (target path, expected revision, sha256 of its bytes).
+    landing: tuple[str, int, bytes] | None = None
 
 
 class Journal:
@@ -103,6 +122,12 @@ class Journal:
 
     def done(self, ident: int) -> None:
         self._append(DONE, _ID.pack(ident))
+
+    def shaped(self, ident: int, shape: Shape, base_size: int) -> None:
+        self._append(SHAPE, _SHAPE.pack(ident, _SHAPES[shape], base_size))
+
+    def landing(self, ident: int, target: str, expected: int, sha256: bytes) -> None:
+        self._append(LANDING, _LANDING.pack(ident, expected, sha256) + _text(target))
 
     def _append(self, kind: int, body: bytes, data: bytes | bytearray | memoryview = b"") -> None:
         length = 1 + len(body) + len(data)
@@ -217,6 +242,8 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
     records = list(_records(path.read_bytes()))
     pending = _pending(records)
     live: dict[int, Recovered] = {}
+    low: dict[int, int] = {}  # lowest offset touched, for buffers with no SHAPE record
+    shaped: set[int] = set()
     for kind, body in records:
         if kind == OPEN:
             ident, base_rev, mode, flags = _OPEN.unpack_from(body)
@@ -228,9 +255,12 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             buf = Recovered(name, author, base_rev, mode, bool(flags & CREATED), whole)
             if not whole:
                 buf.data = bytearray(base(name, base_rev))
+                buf.base_size = len(buf.data)
+                low[ident] = buf.base_size
             live[ident] = buf
             continue
-        buf = live.get(_ID.unpack_from(body)[0])
+        ident = _ID.unpack_from(body)[0]
+        buf = live.get(ident)
         if buf is None:
             continue
         if kind == WRITE:
@@ -239,14 +269,33 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             if offset > len(buf.data):
                 buf.data.extend(b"\0" * (offset - len(buf.data)))
             buf.data[offset : offset + len(chunk)] = chunk
+            low[ident] = min(low.get(ident, 0), offset)
         elif kind == TRUNCATE:
             (_, size) = _POS.unpack_from(body)
             if size < len(buf.data):
                 del buf.data[size:]
             else:
                 buf.data.extend(b"\0" * (size - len(buf.data)))
+            low[ident] = min(low.get(ident, 0), size)
+            if size == 0:
+                buf.whole = True
         elif kind == MODE:
             buf.mode = _MODE.unpack_from(body)[1]
+        elif kind == SHAPE:
+            _, code, buf.base_size = _SHAPE.unpack_from(body)
+            buf.shape = _CODES.get(code, Shape.WHOLE)
+            shaped.add(ident)
+        elif kind == LANDING:
+            _, expected, sha = _LANDING.unpack_from(body)
+            target, _ = _text_at(body, _LANDING.size)
+            buf.landing = (target, expected, bytes(sha))
+    for ident, buf in live.items():
+        if ident in shaped:
+            continue
+        if buf.whole:
+            buf.shape = Shape.WHOLE
+        else:
+            buf.shape = Shape.APPEND if low[ident] >= buf.base_size else Shape.EDIT
     return list(live.values())
 
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from memfs import errors
 from memfs.mount.authors import author_of
 from memfs.mount.expiry import Expirer
-from memfs.mount.feed import ChangeFollower, OwnChanges, touched_paths
+from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
@@ -97,6 +97,7 @@ class MemfsOperations(NamespaceOps):
             quiet_period=self.options.commit_quiet_period,
             max_pending_bytes=self.options.max_pending_bytes,
             on_health=on_health,
+            on_stale=self._stale,
         )
         # One lock for the tree and its pending writes: a namespace operation and the
         # commits it needs happen as one step.
@@ -104,6 +105,7 @@ class MemfsOperations(NamespaceOps):
         self._cache = ReadCache()
         self._handles = Handles()
         self._follower: ChangeFollower | None = None
+        self._stale_queue: StaleQueue | None = None
         self._expirer: Expirer | None = None
         self._invalidate: Callable[[str], None] | None = None
         self._known_dirs: set[str] = {""}
@@ -121,6 +123,9 @@ class MemfsOperations(NamespaceOps):
     def start(self, invalidate: Callable[[str], None] | None) -> None:
         """Start the committer and, if the kernel can be told, the change follower."""
         self._invalidate = invalidate
+        if invalidate is not None:
+            self._stale_queue = StaleQueue(invalidate)
+            self._stale_queue.start()
         self.writes.start()
         if invalidate is not None:
             self.store.defer_maintenance()  # the follower calls maintain() from now on
@@ -148,7 +153,10 @@ class MemfsOperations(NamespaceOps):
             self._expirer.stop()
         if self._follower is not None:
             self._follower.stop()
-        return self.writes.close()
+        health = self.writes.close()
+        if self._stale_queue is not None:
+            self._stale_queue.stop()
+        return health
 
     def destroy(self, path: str) -> None:
         self.shutdown()
@@ -168,6 +176,16 @@ class MemfsOperations(NamespaceOps):
         self._forget_known(paths, subtrees)
         with self._meta.changing(paths, subtrees):
             return self._own.run(author, fn)
+
+    def _stale(self, path: str) -> None:
+        """What this mount's kernel holds of ``path`` is not what was committed: forget
+        it here and have the kernel forget it (see StaleQueue)."""
+        self._cache.forget(path)
+        self._meta.forget((path,), ())
+        self._meta.bump()
+        queue = self._stale_queue
+        if queue is not None:
+            queue.add(path)
 
     def _forget_known(self, paths: Iterable[str], subtrees: Iterable[str]) -> None:
         for p in paths:
@@ -219,6 +237,9 @@ class MemfsOperations(NamespaceOps):
                         paths.update(dict.fromkeys(self._known_below(gone)))
         self._forget_known(paths, subtrees)
         self.writes.forget_usage()
+        # Pending writes to these files were built on what the change replaced: land
+        # them on it now, so what this mount shows is the result, not the older base.
+        self.writes.commit_soon(list(paths))
         self._meta.bump()
         self._meta.forget(paths, subtrees)
         self._meta.bump()
@@ -405,7 +426,7 @@ class MemfsOperations(NamespaceOps):
         return 0
 
     @op
-    def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
+    def write(self, path: str | None, data: bytes, offset: int, fh: int, flags: int = 0) -> int:
         orphan = self._handles.orphaned(fh) if path is None else None
         if orphan is not None:
             orphan.write(data, offset)
@@ -413,7 +434,8 @@ class MemfsOperations(NamespaceOps):
         p = rel(path)
         if self.writes.get(p) is None:
             self._cache.forget(p)
-        return self.writes.write(p, data, offset, self._author())
+        append = bool(flags & os.O_APPEND)
+        return self.writes.write(p, data, offset, self._author(), append=append)
 
     @op
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:

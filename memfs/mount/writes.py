@@ -32,12 +32,21 @@ The promises, and where each is kept:
    the one whose changes a buffer holds commits that buffer first; one program's burst
    (an editor's save) stays one revision, committed on fsync, before any namespace
    operation that involves the file, or ``quiet_period`` after its last write.
+5. **Every change knows its base.** A buffer commits against the revision it was loaded
+   from (compare-and-set), through :func:`memfs.store.rebase.land`: when another mount,
+   host or door committed in between, appends are rebased onto the newer content, a
+   whole-file replacement wins (the content it replaced stays a revision), and bytes
+   both changed are a conflict, kept as a conflict copy beside the file and named in
+   ``memfs status``. O_APPEND writes go at the end of what this mount holds, whatever
+   offset the kernel computed from a size it cached before another writer's append; a
+   change seen on the feed for a file with pending writes commits (rebases) it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import itertools
 import logging
 import os
@@ -49,11 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfs.errors import (
-    AlreadyExists,
     CapExceeded,
-    Conflict,
     MemfsError,
-    NotFound,
     PathError,
     PathTooLong,
 )
@@ -61,6 +67,7 @@ from memfs.mount import journal as jr
 from memfs.mount.options import errno_of
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
 from memfs.store.base import Entry, Store, Usage
+from memfs.store.rebase import Landing, Shape, land
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +80,8 @@ DEFAULT_MAX_PENDING_BYTES = 256 << 20
 COMPACT_AT_BYTES = 64 << 20
 RETRY_S = 1.0
 TOUCHED_DIRS = 4096
+# Conflict copies named in `memfs status` (the newest; each is also in the log).
+CONFLICTS_SHOWN = 20
 # How long the store's usage is trusted for the cap checks. The mount's namespace
 # changes and every change the follower sees forget it, and its own commits move their
 # growth into it, so this bounds only a store changed by others with no follower.
@@ -81,7 +90,14 @@ USAGE_TTL_S = 1.0
 
 @dataclass(slots=True, eq=False)
 class Buffer:
-    """The pending content of one file; ``created``: not in the store yet."""
+    """The pending content of one file, and what its writer did to the base.
+
+    ``base_rev``/``base_size``: the store's revision and size the buffer was loaded from
+    (0 for a file ``created`` here). ``whole``: the writer replaced the file whole
+    (created it, or truncated it to nothing). ``low``: the lowest offset any write or
+    truncate touched; everything below it is still the base's bytes. Together they give
+    the change's :attr:`shape`, which decides how it lands on a moved base.
+    """
 
     ident: int
     path: str
@@ -90,7 +106,9 @@ class Buffer:
     base_rev: int
     mode: int
     created: bool
-    base_size: int = 0  # the store's size of the file when the buffer was loaded
+    base_size: int = 0
+    whole: bool = False
+    low: int = -1  # -1: nothing touched yet (set to base_size by __post_init__)
     uid: int | None = None
     gid: int | None = None
     dirty: bool = True
@@ -98,6 +116,16 @@ class Buffer:
     mtime_ns: int = field(default_factory=time.time_ns)
     failed: BaseException | None = None
     retry_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.low < 0:
+            self.low = self.base_size
+
+    @property
+    def shape(self) -> Shape:
+        if self.created or self.whole:
+            return Shape.WHOLE
+        return Shape.APPEND if self.low >= self.base_size else Shape.EDIT
 
     def touch(self) -> None:
         self.dirty = True
@@ -115,6 +143,9 @@ class Health:
     # The store cannot be reached (a server away): why, and since when (epoch seconds).
     store_problem: str = ""
     store_down_since: float = 0.0
+    # Writes that met another writer's change to the same bytes: "PATH -> COPY", newest
+    # last (the copy holds this mount's version; PATH keeps the other one).
+    conflicts: tuple[str, ...] = ()
 
 
 def check_new_name(path: str) -> None:
@@ -170,6 +201,7 @@ class PendingWrites:
         quiet_period: float = 0.1,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         on_health: Callable[[Health], None] | None = None,
+        on_stale: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
@@ -181,6 +213,11 @@ class PendingWrites:
         cap = store.max_file_bytes or 0
         self.max_pending_bytes = max(max_pending_bytes, 2 * cap)
         self._on_health = on_health
+        # Told each path whose content the kernel may hold wrong after a commit here (an
+        # append moved to the true end, a rebase, a conflict copy): it invalidates them
+        # from a thread that is not a FUSE callback.
+        self._on_stale = on_stale or (lambda path: None)
+        self._conflicts: list[str] = []
         self._bufs: dict[str, Buffer] = {}
         self._created: dict[str, dict[str, None]] = {}  # parent -> names not in the store
         self._touched: OrderedDict[str, int] = OrderedDict()  # dir -> mtime of a change
@@ -224,16 +261,35 @@ class PendingWrites:
             if old is not None:
                 self._settle(old)
             self._check_files(path)
-            buf = Buffer(next(self._ids), path, bytearray(), author, 0, mode, True, 0, uid, gid)
+            buf = Buffer(
+                ident=next(self._ids),
+                path=path,
+                data=bytearray(),
+                author=author,
+                base_rev=0,
+                mode=mode,
+                created=True,
+                uid=uid,
+                gid=gid,
+            )
             self._log().opened(buf.ident, path, author, 0, mode, jr.CREATED)
             self._add(buf)
         self._wake.set()
 
-    def write(self, path: str, data: bytes, offset: int, author: str) -> int:
-        end = offset + len(data)
-        self._check_size(path, end)
+    def write(
+        self, path: str, data: bytes, offset: int, author: str, *, append: bool = False
+    ) -> int:
+        """Write ``data`` at ``offset``; with ``append`` (the file was opened O_APPEND) at
+        the end of the content this mount holds, as a local disk puts it: the kernel's
+        offset comes from a size it may have cached before another mount appended."""
+        self._check_size(path, offset + len(data))
         with self.lock:
             buf = self._writable(path, author, whole=False)
+            if append and offset != len(buf.data):
+                offset = len(buf.data)
+                self._check_size(path, offset + len(data))
+                self._on_stale(path)  # the kernel placed these bytes elsewhere
+            end = offset + len(data)
             self._check_tree_bytes(path, end - len(buf.data))
             self._reserve(buf, end)
             self._log().wrote(buf.ident, offset, data)
@@ -242,6 +298,7 @@ class PendingWrites:
                 buf.data.extend(b"\0" * (offset - old))
             buf.data[offset:end] = data
             self._bytes += len(buf.data) - old
+            buf.low = min(buf.low, offset)
             buf.touch()
             self._bound_journal()
         self._wake.set()
@@ -265,6 +322,8 @@ class PendingWrites:
             else:
                 buf.data.extend(b"\0" * (size - old))
             self._bytes += size - old
+            buf.low = min(buf.low, size)
+            buf.whole = buf.whole or size == 0  # all of the base is gone: a rewrite
             buf.touch()
             self._bound_journal()
         self._wake.set()
@@ -297,6 +356,17 @@ class PendingWrites:
             buf = self._bufs.get(path)
             if buf is not None:
                 self._commit(buf)
+
+    def commit_soon(self, paths: list[str]) -> None:
+        """Another writer changed these paths (seen on the feed): commit what is pending
+        for them now, so it lands on their change and reads here show the result."""
+        with self.lock:
+            due = [b for b in (self._bufs.get(p) for p in paths) if b is not None and b.dirty]
+            for buf in due:
+                if buf.failed is None:
+                    buf.last_write = 0.0
+        if due:
+            self._wake.set()
 
     def commit_under(self, prefix: str) -> None:
         """Commit ``prefix`` and everything below it (before a directory operation)."""
@@ -400,16 +470,18 @@ class PendingWrites:
             # One read: the content and the revision it is the base of, consistently.
             content, entry = self.store.read(path)
         buf = Buffer(
-            next(self._ids),
-            path,
-            bytearray(content),
-            author,
-            entry.rev,
-            entry.mode,
-            False,
-            entry.size,
+            ident=next(self._ids),
+            path=path,
+            data=bytearray(content),
+            author=author,
+            base_rev=entry.rev,
+            mode=entry.mode,
+            created=False,
+            base_size=entry.size,
+            whole=whole,
+            low=0 if whole else -1,
+            dirty=False,
         )
-        buf.dirty = False
         self._log().opened(buf.ident, path, author, entry.rev, entry.mode, jr.WHOLE if whole else 0)
         self._add(buf)
         return buf
@@ -481,10 +553,12 @@ class PendingWrites:
             return
         data = bytes(buf.data)
         try:
-            entry = self._store_write(buf, data)
+            landing = self._store_write(buf, data)
         except Exception as e:
             self._failed(buf, data, e)
             raise
+        entry = landing.entry
+        self._landed(buf, landing)
         self._counted(buf, len(data))  # the store counts this file now; the buffer goes
         if buf.failed is not None:
             log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
@@ -508,30 +582,73 @@ class PendingWrites:
         self._remove(buf)
         self._publish()
 
-    def _store_write(self, buf: Buffer, data: bytes) -> Entry:
-        def attempt(expected: int | None) -> Entry:
-            return self.store.write(
+    def _store_write(self, buf: Buffer, data: bytes) -> Landing:
+        """Commit ``buf`` against its base; a moved base is rebased (memfs.store.rebase)."""
+
+        def attempt() -> Entry:
+            nonlocal landing
+            landing = land(
+                self.store,
                 buf.path,
                 data,
+                base_rev=buf.base_rev,
+                shape=buf.shape,
+                base_size=buf.base_size,
                 author=buf.author,
-                expected_rev=expected,
                 mode=buf.mode if buf.created else None,
-                parents=expected is None,
+                side=buf.author.partition(" (")[0],
+                before_write=lambda target, expected, content: self._log().landing(
+                    buf.ident, target, expected, hashlib.sha256(content).digest()
+                ),
             )
+            return landing.entry
 
-        try:
-            return self._run(buf.author, lambda: attempt(buf.base_rev), buf.path)
-        except (Conflict, AlreadyExists, NotFound) as e:
-            # Another writer changed or removed the file since this buffer was loaded. A
-            # file system's last writer wins; the other version stays in the history.
+        landing: Landing | None = None
+        self._run(buf.author, attempt, buf.path)
+        assert landing is not None
+        return landing
+
+    def _landed(self, buf: Buffer, landing: Landing) -> None:
+        """Say what a commit that met another writer's change did, and let the kernel
+        know the content it holds for the path is not what was committed."""
+        if landing.outcome == "written":
+            return
+        self._on_stale(buf.path)
+        if landing.outcome == "conflict" and landing.copy is not None:
+            self._on_stale(landing.copy)
+            self._conflicts.append(f"{buf.path} -> {landing.copy}")
+            del self._conflicts[:-CONFLICTS_SHOWN]
             log.warning(
-                "memfs: %s changed elsewhere while %s was writing it (%s); keeping the "
-                "newer write, the other version stays in the history",
+                "memfs: conflict: %s changed the same bytes of %s as another writer"
+                " (revision %s); theirs stays, %s's version is kept as %s",
+                buf.author,
+                buf.path,
+                landing.over,
+                buf.author,
+                landing.copy,
+            )
+        elif landing.outcome == "replaced":
+            log.warning(
+                "memfs: %s's save of %s replaced revision %s by another writer, which"
+                " stays in the history",
+                buf.author,
+                buf.path,
+                landing.over,
+            )
+        elif landing.outcome == "recreated":
+            log.warning(
+                "memfs: %s was deleted by another writer while %s was writing it; its"
+                " writes are saved as the file again",
                 buf.path,
                 buf.author,
-                type(e).__name__,
             )
-            return self._run(buf.author, lambda: attempt(None), buf.path)
+        else:
+            log.info(
+                "memfs: %s's change to %s was rebased onto revision %s",
+                buf.author,
+                buf.path,
+                landing.over,
+            )
 
     def _failed(self, buf: Buffer, data: bytes, exc: BaseException) -> None:
         first = buf.failed is None
@@ -592,6 +709,7 @@ class PendingWrites:
         for buf in self._bufs.values():
             flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
             fresh.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
+            fresh.shaped(buf.ident, buf.shape, buf.base_size)
             fresh.wrote(buf.ident, 0, buf.data)
         self._journal = fresh
         old.close(keep=False)
@@ -611,10 +729,17 @@ class PendingWrites:
             self.errors == self._health.errors
             and self._unsaved == set(self._health.unsaved)
             and self._store_problem == (self._health.store_problem, self._health.store_down_since)
+            and tuple(self._conflicts) == self._health.conflicts
         ):
             return
         unsaved = tuple(sorted(self._unsaved))
-        health = Health(unsaved, self.errors, str(self.recovery_dir or ""), *self._store_problem)
+        health = Health(
+            unsaved,
+            self.errors,
+            str(self.recovery_dir or ""),
+            *self._store_problem,
+            conflicts=tuple(self._conflicts),
+        )
         if health != self._health:
             self._health = health
             if self._on_health is not None:
@@ -668,34 +793,50 @@ class PendingWrites:
         return b""
 
     def _adopt(self, rec: jr.Recovered) -> bool:
-        with contextlib.suppress(Exception):
-            data, _ = self.store.read(rec.path)
-            if data == rec.data:
-                return False  # committed before the daemon could note it
+        if self._landed_before(rec):
+            return False  # committed before the daemon could note it
         old = self._bufs.get(rec.path)
         if old is not None:
             self._remove(old)  # an older journal's version of the same file
-        base_size = 0
-        with contextlib.suppress(Exception):
-            entry = self.store.stat(rec.path)
-            rec.base_rev = entry.rev if entry.is_file else 0
-            base_size = entry.size if entry.is_file else 0
+        # The change keeps the base it was built on: the store decides, by the same
+        # rules as a live commit, how it lands on whatever was written since.
         buf = Buffer(
-            next(self._ids),
-            rec.path,
-            rec.data,
-            rec.author,
-            rec.base_rev,
-            rec.mode,
-            rec.created,
-            base_size,
+            ident=next(self._ids),
+            path=rec.path,
+            data=rec.data,
+            author=rec.author,
+            base_rev=rec.base_rev,
+            mode=rec.mode,
+            created=rec.created,
+            base_size=rec.base_size,
+            whole=rec.shape is Shape.WHOLE,
+            low=0 if rec.shape is Shape.EDIT else -1,
         )
         flags = jr.WHOLE | (jr.CREATED if rec.created else 0)
         journal = self._log()
         journal.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
+        journal.shaped(buf.ident, buf.shape, buf.base_size)
         journal.wrote(buf.ident, 0, buf.data)
         self._add(buf)
         return True
+
+    def _landed_before(self, rec: jr.Recovered) -> bool:
+        """Whether the store already holds what ``rec`` would commit: its content is the
+        file's, or its last landing attempt (journaled before the write) made a revision
+        (a killed daemon commits and dies before it notes the commit as done)."""
+        with contextlib.suppress(Exception):
+            data, _ = self.store.read(rec.path)
+            if data == rec.data:
+                return True
+        if rec.landing is None:
+            return False
+        target, expected, sha = rec.landing
+        with contextlib.suppress(Exception):
+            return any(
+                r.rev > expected and bytes.fromhex(r.sha256) == sha
+                for r in self.store.history(target)
+            )
+        return False
 
     def start(self) -> None:
         self._log()
