@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memfs.handler import MemoryHandler, Result
-from memfs.handler.tree import EDIT_TRIES
+from memfs.handler.backend import EDIT_TRIES
 
 END = "@@END@@"
 

@@ -33,9 +33,10 @@ from typing import Any
 
 from memfs.errors import NotADirectory, PathError
 from memfs.handler import strings
+from memfs.handler.backend import DIR_MODE
 from memfs.handler.commands import Commands, Refused, Result
 from memfs.handler.keeping import Keeping
-from memfs.handler.tree import DIR_MODE, Tree
+from memfs.handler.tree import DirTree
 from memfs.paths import MemPath, parse
 from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
 from memfs.store.base import Store
@@ -163,7 +164,7 @@ class MemoryHandler:
             )
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
-        self._tree = Tree(self.root, durable=durable)
+        self._tree = DirTree(self.root, durable=durable)
         self.store = store
         self._keeping = Keeping(store, store_prefix)
         self._commands = Commands(

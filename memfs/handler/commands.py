@@ -1,4 +1,5 @@
-"""The six memory commands on a directory, given arguments the dispatcher validated.
+"""The six memory commands, given arguments the dispatcher validated, over any
+:class:`~memfs.handler.backend.Backend` (a directory, or a mount's store).
 
 Each method returns a :class:`Result` for success and raises :class:`Refused` (a
 message for the model) for anything the model can correct. Paths arrive twice: ``raw``
@@ -10,24 +11,22 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
-import stat
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
 from memfs.handler import strings, text
-from memfs.handler.keeping import Keeping
-from memfs.handler.posix import lstat_at, rename_noreplace
-from memfs.handler.tree import (
+from memfs.handler.backend import (
     EDIT_TRIES,
     READ_LIMIT,
+    Backend,
     HardLinked,
+    Node,
     NotRegular,
     SymlinkRefused,
     TooBigToRead,
-    Tree,
 )
+from memfs.handler.keeping import Keeping
 from memfs.paths import MemPath, name_problem
 
 _IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg"}
@@ -67,7 +66,12 @@ def _image_type(path: MemPath) -> str | None:
 
 class Commands:
     def __init__(
-        self, tree: Tree, *, overwrite: bool, max_file_bytes: int, keeping: Keeping | None = None
+        self,
+        tree: Backend[Any],
+        *,
+        overwrite: bool,
+        max_file_bytes: int,
+        keeping: Keeping | None = None,
     ) -> None:
         self.tree = tree
         self.overwrite = overwrite
@@ -88,18 +92,18 @@ class Commands:
             if path.is_root:
                 if view_range is not None:
                     raise Refused(strings.view_range_not_text(raw))
-                return _ok(self._listing(raw, parent, lstat_at(parent, ".")))
+                return _ok(self._listing(raw, parent, self.tree.own(parent)))
             st = self.tree.entry(parent, path)
             if st is None:
                 raise Refused(missing)
-            if stat.S_ISDIR(st.st_mode):
+            if st.kind == "dir":
                 if view_range is not None:
                     raise Refused(strings.view_range_not_text(raw))
                 with self.tree.subdir(parent, path.name) as fd:
                     if fd is None:
                         raise Refused(missing)
-                    return _ok(self._listing(raw, fd, lstat_at(fd, ".")))
-            if not stat.S_ISREG(st.st_mode):
+                    return _ok(self._listing(raw, fd, self.tree.own(fd)))
+            if st.kind != "file":
                 raise Refused(strings.not_regular(raw))
             media_type = _image_type(path)
             if media_type is not None:
@@ -109,11 +113,11 @@ class Commands:
             self.keeping.used(path)  # a file the model read is in use (listings are not)
             return result
 
-    def _listing(self, raw: str, fd: int, st: os.stat_result | None) -> str:
+    def _listing(self, raw: str, fd: object, st: Node) -> str:
         base = raw[:-1] if raw.endswith("/") else raw
         entries: list[str] = []
 
-        def walk(dir_fd: int, prefix: str, depth: int) -> None:
+        def walk(dir_fd: object, prefix: str, depth: int) -> None:
             try:
                 children = sorted(self.tree.listdir(dir_fd), key=lambda item: item[0])
             except PermissionError:
@@ -123,18 +127,18 @@ class Commands:
                 # could not address them, and a raw newline would forge listing lines).
                 if name.startswith(".") or name == "node_modules" or name_problem(name) is not None:
                     continue
-                size = strings.human_size(child.st_size)
-                if stat.S_ISDIR(child.st_mode):
+                size = strings.human_size(child.size)
+                if child.kind == "dir":
                     entries.append(f"{size}\t{base}/{prefix}{name}/")
                     if depth < 2:
                         with self.tree.subdir(dir_fd, name) as sub:
                             if sub is not None:
                                 walk(sub, f"{prefix}{name}/", depth + 1)
-                elif stat.S_ISREG(child.st_mode):
+                elif child.kind == "file":
                     entries.append(f"{size}\t{base}/{prefix}{name}")
 
         walk(fd, "", 1)
-        own = strings.human_size(st.st_size if st is not None else 0)
+        own = strings.human_size(st.size)
         header = strings.listing_header(raw)
         lines = [header, f"{own}\t{raw}"]
         used = len(header) + 1 + len(lines[1])
@@ -170,16 +174,16 @@ class Commands:
     def _image(
         self,
         raw: str,
-        parent: int,
+        parent: object,
         path: MemPath,
-        st: os.stat_result,
+        st: Node,
         media_type: str,
         view_range: object,
     ) -> Result:
         if view_range is not None:
             raise Refused(strings.view_range_not_text(raw))
-        if st.st_size > strings.MAX_IMAGE_BYTES:
-            raise Refused(strings.image_too_large(raw, st.st_size))
+        if st.size > strings.MAX_IMAGE_BYTES:
+            raise Refused(strings.image_too_large(raw, st.size))
         data = self.tree.read(parent, path)
         if len(data) > strings.MAX_IMAGE_BYTES:
             raise Refused(strings.image_too_large(raw, len(data)))
@@ -216,13 +220,13 @@ class Commands:
                         except AlreadyExists:
                             continue
                         return _ok(strings.created(raw))
-                    if stat.S_ISDIR(st.st_mode):
+                    if st.kind == "dir":
                         raise Refused(strings.create_on_directory(raw))
-                    if not stat.S_ISREG(st.st_mode):
+                    if st.kind != "file":
                         raise Refused(strings.not_regular(raw))
                     if not self.overwrite:
                         raise Refused(strings.file_exists(raw))
-                    self._fits(raw, len(data) - st.st_size, False)
+                    self._fits(raw, len(data) - st.size, False)
                     try:
                         self.tree.edit(parent, path, lambda _old: data, read_old=False)
                     except NotFound:
@@ -319,12 +323,9 @@ class Commands:
                 self._check_destination(raw_new, new)
                 with self.tree.directory(new.parent, create=True) as dst:
                     try:
-                        rename_noreplace(src, old.name, dst, new.name)
+                        self.tree.rename(src, old, dst, new)
                     except AlreadyExists:
                         raise Refused(strings.destination_exists(raw_new)) from None
-                    self.tree.sync_dir(dst)
-                if new.parent != old.parent:  # one directory needs one fsync
-                    self.tree.sync_dir(src)
         except (NotFound, NotADirectory):
             raise Refused(strings.path_missing(raw_old)) from None
         except SymlinkRefused as exc:
@@ -335,7 +336,7 @@ class Commands:
         """Refuse an existing or unusable destination before creating any parent."""
         try:
             with self.tree.directory(new.parent) as dst:
-                if lstat_at(dst, new.name) is not None:
+                if self.tree.exists(dst, new.name):
                     raise Refused(strings.destination_exists(raw_new))
         except NotFound:
             return  # its parents will be made

@@ -15,8 +15,9 @@ import stat
 from collections.abc import Iterator
 
 from memfs.errors import IsADirectory, NotFound
+from memfs.handler.backend import READ_LIMIT
 from memfs.handler.posix import DIR_FLAGS, read_all
-from memfs.handler.tree import READ_LIMIT, TEMP_PREFIX, Tree
+from memfs.handler.tree import TEMP_PREFIX, DirTree
 from memfs.paths import ROOT, name_problem, parse_rel
 from memfs.store.base import SearchHit
 from memfs.store.matching import DEFAULT_LIMIT, average, decode_text, parse_query
@@ -40,7 +41,7 @@ def search_directory(
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     where = parse_rel(path)
-    tree = Tree(root)
+    tree = DirTree(root)
     found: list[tuple[str, str, list[tuple[int, str]]]] = []
     files = _files_in_root(tree) if where.is_root else _files_at(tree, where.rel)
     for rel, data in files:
@@ -54,7 +55,7 @@ def search_directory(
     return hits[:limit]
 
 
-def _files_in_root(tree: Tree) -> Iterator[tuple[str, bytes]]:
+def _files_in_root(tree: DirTree) -> Iterator[tuple[str, bytes]]:
     fd = os.open(tree.root, DIR_FLAGS)
     try:
         yield from _walk(fd, "")
@@ -62,18 +63,18 @@ def _files_in_root(tree: Tree) -> Iterator[tuple[str, bytes]]:
         os.close(fd)
 
 
-def _files_at(tree: Tree, rel: str) -> Iterator[tuple[str, bytes]]:
+def _files_at(tree: DirTree, rel: str) -> Iterator[tuple[str, bytes]]:
     where = parse_rel(rel)
     with tree.directory(where.parent) as parent_fd:
         st = tree.entry(parent_fd, where)
         if st is None:
             raise NotFound(where.model, path=where.model)
-        if stat.S_ISREG(st.st_mode):
+        if st.kind == "file":
             data = _read(parent_fd, where.name)
             if data is not None:
                 yield rel, data
             return
-        if not stat.S_ISDIR(st.st_mode):
+        if st.kind != "dir":
             raise IsADirectory(where.model, path=where.model)
         fd = os.open(where.name, DIR_FLAGS, dir_fd=parent_fd)
     try:

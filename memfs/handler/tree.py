@@ -1,4 +1,5 @@
-"""Symlink-proof, atomic file operations on one directory tree, all through dir fds.
+"""The commands' backend on a real directory: symlink-proof, atomic file operations,
+all through dir fds (:class:`DirTree`, a :class:`~memfs.handler.backend.Backend`).
 
 Every path is walked one component at a time with ``openat(O_NOFOLLOW)`` from a fresh
 fd of the root, so no symlink is ever followed and nothing can be swapped in between a
@@ -28,13 +29,18 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from memfs.errors import (
-    Conflict,
-    IsADirectory,
-    NotADirectory,
-    NotFound,
-    StoreError,
-    TooLarge,
+from memfs.errors import Conflict, IsADirectory, NotADirectory, NotFound
+from memfs.handler.backend import (
+    DIR_MODE,
+    EDIT_TRIES,
+    FILE_MODE,
+    READ_LIMIT,
+    HardLinked,
+    Node,
+    NodeKind,
+    NotRegular,
+    SymlinkRefused,
+    TooBigToRead,
 )
 from memfs.handler.posix import (
     DIR_FLAGS,
@@ -46,41 +52,29 @@ from memfs.handler.posix import (
 )
 from memfs.paths import MemPath
 
-FILE_MODE = 0o600
-DIR_MODE = 0o700
 # A hidden name the path gate accepts, so a memfs mount (which refuses names the gate
 # refuses, the reserved ``.memfs`` prefix included) takes it like any editor's temp file.
 # O_EXCL and 64 random bits make a clash with a model's file harmless: another is drawn.
 TEMP_PREFIX = ".tmp-memfs-"
-EDIT_TRIES = 20
 # Losing the lock race to another memfs handler is progress, not interference: allow many.
 LOCK_TRIES = 1000
-# view and edit read whole files; a file a person made can be any size, so stop early.
-READ_LIMIT = 64 * 1024 * 1024
 
 # O_NONBLOCK: opening a FIFO someone planted must not hang the handler.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class SymlinkRefused(StoreError):
-    """A component of the path is a symbolic link; ``path`` is the link's model path."""
-
-
-class NotRegular(StoreError):
-    """The entry is a FIFO, socket or device: memfs handles files and directories only."""
-
-
-class HardLinked(StoreError):
-    """The file has other hard links: its content may live outside the root too."""
-
-
-class TooBigToRead(TooLarge):
-    """The file is larger than memfs reads (READ_LIMIT)."""
-
-    def __init__(self, message: str, *, path: str = "", size: int = 0) -> None:
-        super().__init__(message, path=path)
-        self.size = size
+def node_of(st: os.stat_result) -> Node:
+    kind: NodeKind
+    if stat.S_ISREG(st.st_mode):
+        kind = "file"
+    elif stat.S_ISDIR(st.st_mode):
+        kind = "dir"
+    elif stat.S_ISLNK(st.st_mode):
+        kind = "symlink"
+    else:
+        kind = "other"
+    return Node(kind, st.st_size)
 
 
 class Identity(NamedTuple):
@@ -119,8 +113,8 @@ def _lock(fd: int) -> None:
             raise
 
 
-class Tree:
-    """Operations on the directory at ``root``; every method takes model paths."""
+class DirTree:
+    """The backend on the directory at ``root``; handles are directory fds."""
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
         self.root = os.fspath(root)
@@ -198,12 +192,22 @@ class Tree:
             self.sync_dir(parent_fd)
         return fd
 
-    def entry(self, dir_fd: int, path: MemPath) -> os.stat_result | None:
+    def _lstat(self, dir_fd: int, path: MemPath) -> os.stat_result | None:
         """lstat of the last component of ``path`` in ``dir_fd``; refuses a symlink."""
         st = lstat_at(dir_fd, path.name)
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise SymlinkRefused(path.model, path=path.model)
         return st
+
+    def entry(self, dir_fd: int, path: MemPath) -> Node | None:
+        st = self._lstat(dir_fd, path)
+        return None if st is None else node_of(st)
+
+    def own(self, dir_fd: int) -> Node:
+        return node_of(os.fstat(dir_fd))
+
+    def exists(self, dir_fd: int, name: str) -> bool:
+        return lstat_at(dir_fd, name) is not None
 
     def _open_file(self, dir_fd: int, path: MemPath) -> tuple[int, os.stat_result]:
         try:
@@ -363,7 +367,7 @@ class Tree:
 
     def remove(self, dir_fd: int, path: MemPath) -> None:
         """Delete the file or directory (recursively) at ``path``; never follows links."""
-        st = self.entry(dir_fd, path)
+        st = self._lstat(dir_fd, path)
         if st is None:
             raise NotFound(path.model, path=path.model)
         if stat.S_ISDIR(st.st_mode):
@@ -375,16 +379,21 @@ class Tree:
                 raise NotFound(path.model, path=path.model) from None
         self.sync_dir(dir_fd)
 
-    def listdir(self, dir_fd: int) -> list[tuple[str, os.stat_result]]:
-        """Name and lstat of every entry, links included (the caller decides)."""
+    def listdir(self, dir_fd: int) -> list[tuple[str, Node]]:
         out = []
         with os.scandir(dir_fd) as it:
             for item in it:
                 try:
-                    out.append((item.name, item.stat(follow_symlinks=False)))
+                    out.append((item.name, node_of(item.stat(follow_symlinks=False))))
                 except FileNotFoundError:
                     continue  # deleted while listing
         return out
+
+    def rename(self, source: int, old: MemPath, target: int, new: MemPath) -> None:
+        rename_noreplace(source, old.name, target, new.name)
+        self.sync_dir(target)
+        if old.parent != new.parent:  # one directory needs one fsync
+            self.sync_dir(source)
 
     @contextlib.contextmanager
     def subdir(self, dir_fd: int, name: str) -> Iterator[int | None]:

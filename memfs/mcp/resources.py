@@ -11,13 +11,13 @@ handler's symlink-proof tree (nothing outside the root is ever read), and list t
 from __future__ import annotations
 
 import base64
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, unquote
 
 from memfs.errors import PathError
-from memfs.handler.tree import Tree
+from memfs.handler.backend import Backend
 from memfs.mcp import MEMORY_URI_PREFIX
 from memfs.paths import MAX_DEPTH, ROOT_PATH, MemPath, name_problem, parse
 
@@ -70,13 +70,13 @@ def mime_type(path: MemPath) -> str:
     return _MIME.get(ext.lower(), "text/plain") if dot else "text/plain"
 
 
-def walk(tree: Tree, top: MemPath = ROOT_PATH) -> Iterator[FileInfo]:
+def walk(tree: Backend[Any], top: MemPath = ROOT_PATH) -> Iterator[FileInfo]:
     """Every file below ``top`` a client can address, in sorted order."""
     with tree.directory(top) as fd:
         yield from _walk(tree, fd, top)
 
 
-def _walk(tree: Tree, fd: int, here: MemPath) -> Iterator[FileInfo]:
+def _walk(tree: Backend[Any], fd: object, here: MemPath) -> Iterator[FileInfo]:
     try:
         children = sorted(tree.listdir(fd), key=lambda item: item[0])
     except PermissionError:
@@ -85,15 +85,15 @@ def _walk(tree: Tree, fd: int, here: MemPath) -> Iterator[FileInfo]:
         if name.startswith(".") or name == "node_modules" or name_problem(name) is not None:
             continue
         path = here.child(name)
-        if stat.S_ISREG(st.st_mode):
-            yield FileInfo(path, st.st_size)
-        elif stat.S_ISDIR(st.st_mode) and len(path.parts) < MAX_DEPTH:
+        if st.kind == "file":
+            yield FileInfo(path, st.size)
+        elif st.kind == "dir" and len(path.parts) < MAX_DEPTH:
             with tree.subdir(fd, name) as sub:
                 if sub is not None:
                     yield from _walk(tree, sub, path)
 
 
-def read(tree: Tree, path: MemPath) -> Content:
+def read(tree: Backend[Any], path: MemPath) -> Content:
     """The file's content; raises the tree's errors (NotFound, SymlinkRefused, ...)."""
     with tree.directory(path.parent) as fd:
         data = tree.read(fd, path)

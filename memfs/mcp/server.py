@@ -36,7 +36,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from memfs import __version__
 from memfs.errors import MemfsError
-from memfs.handler.tree import Tree
+from memfs.handler.tree import DirTree
 from memfs.mcp import resources, tools
 from memfs.mcp.tree import MemoryTree
 from memfs.mcp.watch import Watch, watch_for
@@ -79,7 +79,7 @@ class MemoryServer:
 
     def __init__(self, tree: MemoryTree) -> None:
         self.tree = tree
-        self.files = Tree(tree.root)  # the handler's symlink-proof reads, for resources
+        self.files = DirTree(tree.root)  # the handler's symlink-proof reads, for resources
         self.workers = Workers()
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
