@@ -1,6 +1,7 @@
 """memfs: Claude's memory tool as a real, shared file tree.
 
-The SDK adapter :class:`MemoryTool` is imported lazily so that ``import memfs`` (and the
+The SDK adapter :class:`MemoryTool` (:mod:`memfs.agent.tool`: on a mount it runs the
+commands on the mount's store) is imported lazily so that ``import memfs`` (and the
 FUSE daemon) does not pay for the anthropic SDK.
 """
 
@@ -12,13 +13,13 @@ __version__ = "0.1.0"
 __all__ = ["MemoryHandler", "MemoryTool", "__version__"]
 
 if TYPE_CHECKING:
+    from memfs.agent.tool import MemoryTool
     from memfs.handler import MemoryHandler
-    from memfs.handler.sdk import MemoryTool
 
 
 def __getattr__(name: str) -> Any:
     if name == "MemoryTool":
-        from memfs.handler.sdk import MemoryTool
+        from memfs.agent.tool import MemoryTool
 
         return MemoryTool
     if name == "MemoryHandler":

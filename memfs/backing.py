@@ -2,9 +2,11 @@
 agent``, the MCP server): a memfs mount's store, found from its state record, or the
 one a ``--store URL`` names.
 
-The handler works on the directory either way; with the store it also refuses writes
-past the store's tree caps with the numbers and records the model's file views as use
-(:mod:`memfs.handler.keeping`). A plain directory has no store: ``None``.
+On a mount the handler runs the model's commands on the store itself, each edit a
+compare-and-set (:mod:`memfs.handler.storetree`), and asks the mount, over its control
+socket (:mod:`memfs.mount.control`), to commit what people wrote before a command reads
+it and to show the command's change at once. A plain directory has no store: ``None``;
+given a ``--store`` it gets a Backing that is not ``mounted``: the store names caps only.
 """
 
 from __future__ import annotations
@@ -12,18 +14,33 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memfs.store.base import Store
+
+if TYPE_CHECKING:
+    from memfs.mount.control import MountLink
 
 
 @dataclass(frozen=True, slots=True)
 class Backing:
-    """An open store (the caller closes it) and the directory's place in it."""
+    """An open store (the caller closes it, with :meth:`close`) and the directory's place
+    in it. ``mounted``: the directory is a memfs mount of it (or lies in one), so the
+    model's commands run on the store itself, with ``link`` to that mount."""
 
     store: Store
     prefix: str
+    mounted: bool = True
+    link: MountLink | None = None
+
+    @property
+    def commands_store(self) -> Store | None:
+        """The store the handler's commands run on, if any."""
+        return self.store if self.mounted else None
 
     def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
         self.store.close()
 
 
@@ -33,6 +50,7 @@ def store_behind(root: str | os.PathLike[str], store_url: str | None = None) -> 
     mount's that serves ``root``; None for a plain directory. Raises the store's
     errors (StoreUnavailable) when the store cannot be opened."""
     from memfs.mount import state
+    from memfs.mount.control import MountLink
     from memfs.store import open_store
 
     record = state.lookup(root)
@@ -43,4 +61,9 @@ def store_behind(root: str | os.PathLike[str], store_url: str | None = None) -> 
         store_url = store_url or record.store_url
     if store_url is None:
         return None
-    return Backing(open_store(store_url), prefix)
+    store = open_store(store_url)
+    if record is None:
+        return Backing(store, prefix, mounted=False)
+    return Backing(
+        store, prefix, mounted=True, link=MountLink(state.control_path(record.mountpoint))
+    )

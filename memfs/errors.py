@@ -22,6 +22,7 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │       ├── StoreFull       the disk (or the server) holding the store has no room
     │       ├── CorruptStore    the file is damaged or is not a memfs store
     │       └── UnknownScheme   no backend registered for the URL's scheme
+    ├── ActorError              an actor name that is empty, too long or not printable
     ├── QueryError              a search query that is empty or not a valid regex
     ├── MountError              the daemon cannot mount, unmount or find a mount
     ├── SyncError               the mirror cannot start or go on
@@ -48,6 +49,10 @@ class PathError(MemfsError):
 
 class PathTooLong(PathError):
     """Over the gate's length or depth limits (the mount answers ENAMETOOLONG)."""
+
+
+class ActorError(MemfsError, ValueError):
+    """An actor name no change may carry; the message says why in one line."""
 
 
 class QueryError(MemfsError, ValueError):

@@ -20,7 +20,7 @@ as the memory tool's ``view`` leaves them out.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -217,6 +217,9 @@ class ChangeFeed:
         self.store = store
         self.root = root.strip("/")
         self.exclude = exclude
+        # The feed records a door made itself on the store (memfs.handler.storetree keeps
+        # them): never news to the agent whose handler made them.
+        self.own_seqs: Callable[[], Collection[int]] = frozenset
         self._close_store = close_store
         self.seq = store.last_seq() if since is None else since
         # Which paths exist tells a rename onto an existing file (an editor's save) from
@@ -241,8 +244,9 @@ class ChangeFeed:
 
     def fold(self, changes: Iterable[Change], is_own: Callable[[str], bool]) -> list[Notice]:
         window = _Window(self._known)
+        mine = self.own_seqs()
         for change in changes:
-            window.apply(change, is_own(change.author))
+            window.apply(change, change.seq in mine or is_own(change.author))
         self._known = window.known
         result: list[Notice] = []
         for notice in window.notices():

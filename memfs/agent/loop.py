@@ -145,8 +145,9 @@ class AgentSession:
         store_url: str | None = None,
         watcher: Watcher | None = None,
         transcript: Transcript | None = None,
+        actor: str = "agent",
     ) -> None:
-        from memfs import MemoryTool
+        from memfs.handler.sdk import MemoryTool
 
         self.root = Path(root)
         if not self.root.is_dir():
@@ -166,12 +167,15 @@ class AgentSession:
         self.max_iterations = max_iterations
         self.transcript = transcript
         self.backing = _backing(self.root, store_url)
+        backing = self.backing
         self.tool = MemoryTool(
             self.root,
             overwrite=create_overwrites,
             secrets=secrets,
-            store=None if self.backing is None else self.backing.store,
-            store_prefix="" if self.backing is None else self.backing.prefix,
+            store=None if backing is None else backing.commands_store,
+            store_prefix="" if backing is None else backing.prefix,
+            neighbours=None if backing is None else backing.link,
+            actor=actor,
         )
         tools: list[Any] = [self.tool]
         self._close_search = None
@@ -184,6 +188,9 @@ class AgentSession:
                 raise AgentError(f"cannot search the memory at {self.root}: {exc}") from exc
             tools.append(SearchTool(search))
         self.watcher = watcher if watcher is not None else watcher_for(self.root, store_url)
+        if isinstance(self.watcher, ChangeFeed):
+            # The handler writes the store itself: its changes are the agent's own.
+            self.watcher.own_seqs = lambda: self.tool.handler.own_seqs
         if context is None:
             context = ContextOptions(clear=context_management is True)
         self.context = context

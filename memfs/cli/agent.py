@@ -14,7 +14,7 @@ from typing import TextIO
 
 import click
 
-from memfs.cli.tool import secrets_option
+from memfs.cli.tool import actor_option, secrets_option
 from memfs.errors import MemfsError
 
 EXIT_API = 1
@@ -156,6 +156,7 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
 @click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
 @click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
 @secrets_option
+@actor_option("agent")
 @click.option("--no-stream", is_flag=True, help="Print each reply whole.")
 @click.option("-v", "--verbose", is_flag=True, help="Show memory operations on stderr.")
 def agent(
@@ -176,6 +177,7 @@ def agent(
     interactive: bool,
     create_overwrites: bool,
     secrets: str,
+    actor: str,
     no_stream: bool,
     verbose: bool,
 ) -> None:
@@ -236,6 +238,7 @@ def agent(
             stream=not no_stream,
             store_url=store_url,
             transcript=log,
+            actor=actor,
         )
     except MemfsError as exc:
         if log is not None:

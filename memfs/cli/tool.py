@@ -50,6 +50,28 @@ secrets_option = click.option(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from memfs.actors import check_actor
+    from memfs.errors import ActorError
+
+    try:
+        return check_actor(value)
+    except ActorError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+def actor_option(default: str) -> Callable[[F], F]:
+    """``--actor NAME``: who the door's changes are by, in the store's history."""
+    return click.option(
+        "--actor",
+        default=default,
+        show_default=True,
+        callback=_checked_actor,
+        help="Who the changes are by, as the store's history shows them "
+        "(memfs log --actor NAME finds them).",
+    )
+
+
 def handler_options(command: F) -> F:
     """The handler's options, as every door that serves the model takes them."""
     command = secrets_option(command)
@@ -95,7 +117,12 @@ def _line(content: object, is_error: bool) -> str:
 
 
 def _open_handler(
-    root: Path, overwrite: bool, max_file_bytes: int, secrets: str, store_url: str | None
+    root: Path,
+    overwrite: bool,
+    max_file_bytes: int,
+    secrets: str,
+    store_url: str | None,
+    actor: str,
 ) -> Any:
     # Imported here so `memfs --help` and the other command groups stay light.
     from memfs.backing import store_behind
@@ -111,8 +138,10 @@ def _open_handler(
             overwrite=overwrite,
             max_file_bytes=max_file_bytes,
             secrets=secrets,
-            store=None if backing is None else backing.store,
+            store=None if backing is None else backing.commands_store,
             store_prefix="" if backing is None else backing.prefix,
+            neighbours=None if backing is None else backing.link,
+            actor=actor,
         )
     except (MemfsError, OSError) as err:
         raise click.ClickException(f"cannot use {root} as the memory root: {err}") from err
@@ -170,6 +199,7 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     "its caps (?max_tree_bytes=N&max_files=N) are told to the model with numbers and "
     "file views count as use for `memfs expire`.",
 )
+@actor_option("tool")
 @click.argument("command_json", required=False)
 def tool(
     root: Path,
@@ -177,6 +207,7 @@ def tool(
     max_file_bytes: int,
     secrets: str,
     store_url: str | None,
+    actor: str,
     command_json: str | None,
 ) -> None:
     """Run memory-tool commands on the directory ROOT.
@@ -186,7 +217,7 @@ def tool(
     line {"content": ..., "is_error": ...} as soon as it has run. A line that is not a
     JSON object gets an error line naming its line number, and the stream goes on.
     """
-    handler = _open_handler(root, create_overwrites, max_file_bytes, secrets, store_url)
+    handler = _open_handler(root, create_overwrites, max_file_bytes, secrets, store_url, actor)
     if command_json is not None:
         command, problem = _decode(command_json, "it", ARGUMENT_HINT)
         if command is None:
@@ -206,4 +237,4 @@ def tool(
 
 COMMANDS: list[click.Command] = [tool]
 
-__all__ = ["COMMANDS", "handler_options", "secrets_option"]
+__all__ = ["COMMANDS", "actor_option", "handler_options", "secrets_option"]

@@ -18,9 +18,12 @@ policy: ``redact`` (default) stores each finding as ``[REDACTED:kind]`` and adds
 after the contract's success string; ``refuse`` writes nothing and says which kinds were
 found; ``allow`` does not scan.
 
-Given the store the directory shows (``store=``, a memfs mount's), it also refuses writes
-past the store's tree caps with the numbers, and records the model's reads of files as
-use for ``memfs expire`` (see :mod:`memfs.handler.keeping`).
+Given the store the directory shows (``store=``, a memfs mount's), the commands run on
+the store itself, each edit a compare-and-set on the revision it read
+(:mod:`memfs.handler.storetree`): two agents on two mounts or hosts never lose an edit,
+and every change is authored by the handler's ``actor``. It also refuses writes past
+the store's tree caps with the numbers, and records the model's reads of files as use
+for ``memfs expire`` (see :mod:`memfs.handler.keeping`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memfs.actors import check_actor
 from memfs.errors import NotADirectory, PathError
 from memfs.handler import strings
-from memfs.handler.backend import DIR_MODE
+from memfs.handler.backend import DIR_MODE, Backend
 from memfs.handler.commands import Commands, Refused, Result
 from memfs.handler.keeping import Keeping
+from memfs.handler.storetree import Neighbours, StoreTree
 from memfs.handler.tree import DirTree
 from memfs.paths import MemPath, parse
 from memfs.secrets import DEFAULT_POLICY, Finding, check_policy, redact, scan
@@ -133,8 +138,11 @@ class MemoryHandler:
     to do with credentials in written text, ``"redact"``, ``"refuse"`` or ``"allow"``
     (see the module docstring; ValueError for anything else). ``store``: the store
     ``root`` shows (a memfs mount's), with ``store_prefix`` the root's place in it; the
-    handler then checks the store's tree caps and records file views as use. The caller
-    keeps ownership of the store (the handler never closes it).
+    commands then read and write the store (``neighbours``: what the mount showing it
+    must do around each command), check the store's tree caps and record file views as
+    use. The caller keeps ownership of the store (the handler never closes it).
+    ``actor``: who the changes are by (:func:`memfs.actors.check_actor`; ActorError for
+    a name no change may carry). On a plain directory no change records an actor.
     """
 
     def __init__(
@@ -147,8 +155,11 @@ class MemoryHandler:
         secrets: str = DEFAULT_POLICY,
         store: Store | None = None,
         store_prefix: str = "",
+        actor: str = "model",
+        neighbours: Neighbours | None = None,
     ) -> None:
         self.secrets = check_policy(secrets)
+        self.actor = check_actor(actor)
         if type(max_file_bytes) is not int or max_file_bytes < 0:
             raise ValueError(
                 f"max_file_bytes must be a non-negative integer, got {max_file_bytes!r}"
@@ -164,7 +175,11 @@ class MemoryHandler:
             )
         self.overwrite = overwrite
         self.max_file_bytes = max_file_bytes
-        self._tree = DirTree(self.root, durable=durable)
+        self._tree: Backend[Any]
+        if store is None:
+            self._tree = DirTree(self.root, durable=durable)
+        else:
+            self._tree = StoreTree(store, store_prefix, actor=actor, neighbours=neighbours)
         self.store = store
         self._keeping = Keeping(store, store_prefix)
         self._commands = Commands(
@@ -204,6 +219,8 @@ class MemoryHandler:
             # whatever else is wrong with the command.
             gated = {key: parse(fields[key]) for key in _PATH_FIELDS if key in fields}
             note = self._screen(name, fields)
+            if isinstance(self._tree, StoreTree):
+                self._tree.settle(*gated.values())
             result = self._dispatch[name](fields, gated)
             if note and not result.is_error:
                 return Result(f"{result.content}{note}", False)
@@ -221,6 +238,12 @@ class MemoryHandler:
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
             return Result(strings.internal_error(name), True)
+
+    @property
+    def own_seqs(self) -> frozenset[int]:
+        """Feed sequence numbers of the changes this handler made (on a store)."""
+        tree = self._tree
+        return frozenset(tree.own_seqs) if isinstance(tree, StoreTree) else frozenset()
 
     def _screen(self, name: str, fields: dict[str, Any]) -> str:
         """Apply the secrets policy to the text ``name`` writes, in ``fields``: redact

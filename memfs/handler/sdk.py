@@ -25,6 +25,7 @@ from anthropic.types.beta import (
 from pydantic import BaseModel
 
 from memfs.handler import MemoryHandler
+from memfs.handler.storetree import Neighbours
 from memfs.secrets import DEFAULT_POLICY
 from memfs.store.base import Store
 
@@ -62,10 +63,13 @@ class MemoryTool(BetaAbstractMemoryTool):
         secrets: str = DEFAULT_POLICY,
         store: Store | None = None,
         store_prefix: str = "",
+        neighbours: Neighbours | None = None,
+        actor: str = "model",
     ) -> None:
         super().__init__(cache_control=cache_control)
         # With the store ``root`` shows (memfs.backing.store_behind finds a mount's), the
-        # model hears the tree caps with numbers and its file views count as use.
+        # commands are transactions on it, the model hears the tree caps with numbers and
+        # its file views count as use; ``actor`` names who made every change.
         self.handler = MemoryHandler(
             root,
             overwrite=overwrite,
@@ -73,6 +77,8 @@ class MemoryTool(BetaAbstractMemoryTool):
             secrets=secrets,
             store=store,
             store_prefix=store_prefix,
+            neighbours=neighbours,
+            actor=actor,
         )
 
     def _run(self, command: object) -> BetaFunctionToolResultType:

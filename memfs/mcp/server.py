@@ -35,6 +35,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from memfs import __version__
+from memfs.actors import clean_actor
 from memfs.errors import MemfsError
 from memfs.handler.tree import DirTree
 from memfs.mcp import resources, tools
@@ -115,6 +116,7 @@ class MemoryServer:
     # --- requests -------------------------------------------------------------------
 
     def _author(self, ctx: ServerRequestContext[Any]) -> str:
+        """The client's worker thread (its name cut to what the kernel keeps)."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self.connections.add(connection_of(ctx))
         return author_name(client_name(ctx))
@@ -129,10 +131,12 @@ class MemoryServer:
     ) -> types.CallToolResult:
         args = dict(params.arguments or {})
         author = self._author(ctx)
+        # The whole client name travels with the change (the thread's name is cut).
+        actor = clean_actor(client_name(ctx) or "", "client", prefix="mcp:")
 
         def run() -> types.CallToolResult:
             try:
-                return tools.call(self.tree, params.name, args, author)
+                return tools.call(self.tree, params.name, args, actor)
             except Exception:
                 log.exception("memfs mcp: tool %s failed", params.name)
                 message = f"Error: An internal error stopped {params.name}; nothing was changed."

@@ -9,7 +9,6 @@ The descriptions are written for a model reading them cold.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -257,16 +256,16 @@ def history(tree: MemoryTree, args: dict[str, Any], author: str) -> types.CallTo
     return _text(f"{header}\n{content}")
 
 
-def call(tree: MemoryTree, name: str, args: dict[str, Any], author: str) -> types.CallToolResult:
+def call(tree: MemoryTree, name: str, args: dict[str, Any], actor: str) -> types.CallToolResult:
     """Run one tool; every failure the model can act on is an ``isError`` result.
-    ``author`` names the client (``mcp:NAME``) for changes made on the store directly."""
+    ``actor`` names the client (``mcp:NAME``): every change it makes carries it."""
     if name == MEMORY:
-        return from_result(tree.handler.execute(args))
+        return from_result(tree.handler_for(actor).execute(args))
     try:
         if name == SEARCH:
             return search(tree, args)
         if name == HISTORY:
-            return history(tree, args, f"{author} (pid {os.getpid()})")
+            return history(tree, args, actor)
     except ToolRefused as exc:
         return _text(str(exc), True)
     except NotFound:

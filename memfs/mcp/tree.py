@@ -4,10 +4,10 @@
 feed, edits are not attributed) or a memfs mount (its state record names the store, so
 history, search and the change feed come from there). ``--store URL`` uses a running
 ``memfs mount`` of that store if there is one, else mounts the store privately for the
-life of the server. Either way every command goes through the handler on a directory,
-and an edit through a mount is attributed by the mount to the writing thread (see
-:mod:`memfs.mcp.workers`); a second copy of the command logic over the store would
-drift from the contract.
+life of the server. On a mount every command runs on the mount's store as a
+transaction (the handler's store backend, :mod:`memfs.handler.storetree`), by the actor
+``mcp:`` plus the client's whole ``clientInfo.name``: one handler per client, the same
+commands and the same gate as every other door.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfs.errors import MemfsError, PathError
 from memfs.handler import MemoryHandler
+from memfs.handler.storetree import Neighbours
 from memfs.paths import MemPath, parse_rel
 from memfs.secrets import DEFAULT_POLICY
 from memfs.store import open_store
@@ -31,16 +33,46 @@ log = logging.getLogger(__name__)
 PRIVATE_MOUNTS = "mcp"  # under the memfs state directory: mounts this server made
 
 
+@dataclass(frozen=True, slots=True)
+class HandlerOptions:
+    """What every client's handler is made with (memfs tool's options)."""
+
+    overwrite: bool
+    max_file_bytes: int
+    secrets: str = DEFAULT_POLICY
+
+
 @dataclass
 class MemoryTree:
-    """The handler's directory and what is known about it."""
+    """The handlers' directory and what is known about it."""
 
     root: Path
-    handler: MemoryHandler
+    options: HandlerOptions
     store: Store | None = None
     subdir: str = ""  # the store path ``root`` shows ("" unless a mount's subdirectory)
     private_mount: Path | None = None
+    # The mount showing the store, told around each command (None: a plain directory).
+    neighbours: Neighbours | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    _handlers: dict[str, MemoryHandler] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handler_for(self, actor: str) -> MemoryHandler:
+        """The handler of one client (``actor``: ``mcp:NAME``), made on first use."""
+        with self._lock:
+            handler = self._handlers.get(actor)
+            if handler is None:
+                handler = self._handlers[actor] = MemoryHandler(
+                    self.root,
+                    overwrite=self.options.overwrite,
+                    max_file_bytes=self.options.max_file_bytes,
+                    secrets=self.options.secrets,
+                    store=self.store if self.neighbours is not None else None,
+                    store_prefix=self.subdir,
+                    neighbours=self.neighbours,
+                    actor=actor,
+                )
+            return handler
 
     def store_path(self, path: MemPath) -> str:
         """The store path of a model path under this tree."""
@@ -72,26 +104,6 @@ class MemoryTree:
         self.closers.clear()
 
 
-def _handler(
-    root: Path,
-    overwrite: bool,
-    max_file_bytes: int,
-    secrets: str,
-    store: Store | None = None,
-    prefix: str = "",
-) -> MemoryHandler:
-    # With the store, the model hears the tree caps with numbers and its views count as
-    # use for expiry, as through memfs tool and memfs agent.
-    return MemoryHandler(
-        root,
-        overwrite=overwrite,
-        max_file_bytes=max_file_bytes,
-        secrets=secrets,
-        store=store,
-        store_prefix=prefix,
-    )
-
-
 def open_root(
     root: Path, *, overwrite: bool, max_file_bytes: int, secrets: str = DEFAULT_POLICY
 ) -> MemoryTree:
@@ -99,7 +111,7 @@ def open_root(
     directory inside one), whose store is then opened too."""
     from memfs.mount import state
 
-    tree = MemoryTree(root, _handler(root, overwrite, max_file_bytes, secrets))
+    tree = MemoryTree(root, HandlerOptions(overwrite, max_file_bytes, secrets))
     record = state.lookup(root)
     if record is None:
         return tree
@@ -111,9 +123,19 @@ def open_root(
         log.warning("cannot open the store %s behind %s: %s", record.store_url, root, exc)
         return tree
     tree.subdir = "" if rel == "." else rel
-    tree.handler = _handler(root, overwrite, max_file_bytes, secrets, tree.store, tree.subdir)
     tree.closers.append(tree.store.close)
+    _link(tree, Path(record.mountpoint))
     return tree
+
+
+def _link(tree: MemoryTree, mountpoint: Path) -> None:
+    """Run the commands on the store, telling the mount at ``mountpoint``."""
+    from memfs.mount import state
+    from memfs.mount.control import MountLink
+
+    link = MountLink(state.control_path(mountpoint))
+    tree.neighbours = link
+    tree.closers.append(link.close)
 
 
 def _live_mount_of(canonical: str) -> Path | None:
@@ -154,12 +176,12 @@ def open_store_tree(
             private = state.state_dir() / PRIVATE_MOUNTS / str(os.getpid())
             record = daemon.start(private, store_url, on_note=on_note)
             mountpoint = Path(record.mountpoint)
-        handler = _handler(mountpoint, overwrite, max_file_bytes, secrets, store)
-        tree = MemoryTree(mountpoint, handler, store)
+        tree = MemoryTree(mountpoint, HandlerOptions(overwrite, max_file_bytes, secrets), store)
     except BaseException:
         store.close()
         raise
     tree.closers.append(store.close)
+    _link(tree, mountpoint)
     if private is not None:
         tree.private_mount = mountpoint
         tree.closers.append(lambda: _unmount(mountpoint, on_note))

@@ -174,8 +174,8 @@ def serve_here(
     from memfs.mount.fuse import serve
     from memfs.store import open_store
 
-    record = state.new_record(mountpoint, store_url, state.log_path(mountpoint))
     store = open_store(store_url)
+    record = state.new_record(mountpoint, store_url, state.log_path(mountpoint), store.url)
     current = [record]
     up = threading.Event()
     lock = threading.Lock()

@@ -143,12 +143,29 @@ class ChangeFollower(threading.Thread):
         self.on_store = on_store or (lambda problem: None)
         self.cursor = store.last_seq()
         self._halt = threading.Event()
+        self._nudge = threading.Event()
+        self._caught = threading.Condition()
         self.polls = 0
 
     def stop(self) -> None:
         self._halt.set()
+        self._nudge.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=10)
+
+    def catch_up(self, seq: int, timeout: float) -> bool:
+        """Wait until every change up to ``seq`` has been followed (and the kernel told);
+        False if that took longer than ``timeout``. Called by another door that has just
+        changed the store, so people see its change through this mount at once."""
+        deadline = time.monotonic() + timeout
+        with self._caught:
+            while self.cursor < seq:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._halt.is_set() or not self.is_alive():
+                    return False
+                self._nudge.set()
+                self._caught.wait(min(left, 0.05))
+        return True
 
     def step(self) -> int:
         """One poll; returns how many foreign changes it reported."""
@@ -156,19 +173,27 @@ class ChangeFollower(threading.Thread):
         self.polls += 1
         if not changes:
             return 0
-        self.cursor = changes[-1].seq
         foreign = [c for c in changes if not self.own.claim(c.seq)]
-        self.own.forget_upto(self.cursor)
-        if foreign:
-            self.on_foreign(foreign)
+        self.own.forget_upto(changes[-1].seq)
+        try:
+            if foreign:
+                self.on_foreign(foreign)
+        finally:
+            # Moved once the kernel was told (or telling it failed, which was logged and
+            # is not retried): catch_up() waiters may go on now.
+            with self._caught:
+                self.cursor = changes[-1].seq
+                self._caught.notify_all()
         return len(foreign)
 
     def _wait(self) -> bool:
-        """Wait for the next look at the feed; False once stopped."""
-        if self.store.pushes_changes:
+        """Wait for the next look at the feed (or a nudge); False once stopped."""
+        if self.store.pushes_changes and not self._nudge.is_set():
             self.store.wait_for_changes(self.cursor, PUSH_WAIT)
-            return not self._halt.is_set()
-        return not self._halt.wait(self.interval)
+        else:
+            self._nudge.wait(self.interval)
+        self._nudge.clear()
+        return not self._halt.is_set()
 
     def run(self) -> None:
         failures = 0

@@ -39,6 +39,7 @@ from typing import Any
 
 from memfs.errors import MountError
 from memfs.mount import state
+from memfs.mount.control import ControlServer
 from memfs.mount.ops import MemfsOperations, MountOptions
 from memfs.mount.writes import Health
 from memfs.program import command
@@ -345,9 +346,20 @@ def serve(
     threads: list[threading.Thread] = []
     initialised = threading.Event()
 
+    control: list[ControlServer] = []
+    # Resolved now: inside init, a realpath of the mountpoint would ask this very mount.
+    control_path = state.control_path(mountpoint)
+
     def on_init(fuse_ptr: int) -> None:
         initialised.set()
         ops.start(_make_invalidator(mfusepy, fuse_ptr))
+        try:
+            server = ControlServer(control_path, ops.settle_paths, ops.show_upto)
+        except OSError as exc:
+            log.warning("memfs: no control socket (%s); other doors see changes a poll later", exc)
+        else:
+            server.start()
+            control.append(server)
         if ready is not None:
             t = threading.Thread(
                 target=_wait_mounted, args=(mountpoint, ready, stop_ready), daemon=True
@@ -388,6 +400,8 @@ def serve(
             ) from None
     finally:
         stop_ready.set()
+        for server in control:
+            server.stop()
         health = ops.shutdown()
         for t in threads:
             t.join(timeout=5)

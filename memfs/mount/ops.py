@@ -158,6 +158,21 @@ class MemfsOperations(NamespaceOps):
             self._stale_queue.stop()
         return health
 
+    # --- what other doors on this machine ask (memfs.mount.control) --------------------
+    def settle_paths(self, paths: list[str]) -> None:
+        """Commit what is pending at or below each store path (before another door reads
+        or replaces them). A refused commit keeps its data, as every failed commit does."""
+        for p in paths:
+            try:
+                self._commit_under(p)
+            except Exception as exc:
+                log.warning("memfs: could not commit %s for another door: %s", p or "/", exc)
+
+    def show_upto(self, seq: int, timeout: float) -> bool:
+        """Follow the feed up to ``seq`` and invalidate what it changed, within ``timeout``."""
+        follower = self._follower
+        return True if follower is None else follower.catch_up(seq, timeout)
+
     def destroy(self, path: str) -> None:
         self.shutdown()
 

@@ -48,6 +48,9 @@ class MountRecord:
     # Set while the daemon cannot reach its store (a server away); it reconnects itself.
     store_problem: str = ""
     store_down_since: float = 0.0
+    # The store's own URL (Store.url: one spelling per store), so that other doors can
+    # find every mount of the store they change; "" from a daemon before this field.
+    store_id: str = ""
 
     @property
     def alive(self) -> bool:
@@ -131,6 +134,11 @@ def mark_journal(store_url: str) -> Path:
     return d
 
 
+def control_path(mountpoint: str | os.PathLike[str]) -> Path:
+    """The daemon's control socket (:mod:`memfs.mount.control`)."""
+    return state_dir() / f"{_key(normalize(mountpoint))}.sock"
+
+
 def report_path(mountpoint: str | os.PathLike[str]) -> Path:
     """What a daemon could not save when it stopped, for `memfs umount` to tell."""
     return state_dir() / f"{_key(normalize(mountpoint))}.unsaved"
@@ -171,6 +179,7 @@ def _load(path: Path) -> MountRecord | None:
             recovery_dir=str(data.get("recovery_dir", "")),
             store_problem=str(data.get("store_problem", "")),
             store_down_since=float(data.get("store_down_since", 0.0)),
+            store_id=str(data.get("store_id", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -222,11 +231,12 @@ def lookup(path: str | os.PathLike[str], *, include_stale: bool = False) -> Moun
     return best
 
 
-def new_record(mountpoint: Path, store_url: str, log: Path) -> MountRecord:
+def new_record(mountpoint: Path, store_url: str, log: Path, store_id: str = "") -> MountRecord:
     return MountRecord(
         mountpoint=str(mountpoint),
         store_url=store_url,
         pid=os.getpid(),
         log_path=str(log),
         started=time.time(),
+        store_id=store_id,
     )

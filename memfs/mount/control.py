@@ -1,0 +1,246 @@
+"""A running mount's control socket: what other doors on this machine ask of it.
+
+Another door (the model's handler, ``memfs restore``, ``undo``, ``import``) changes the
+store directly, beside the mount. Two things then make it behave as a change on a local
+disk would, and only the daemon can do them:
+
+- ``settle``: before the door reads or replaces paths, the mount commits what it holds
+  pending at or below them (a person's write acknowledged a moment ago), so that the
+  door works on it, and a restore replaces it (keeping it in history) rather than being
+  reverted by it later;
+- ``show``: after the door's change, the mount follows the feed up to it and has the
+  kernel drop what it cached, so a person reading through the mount sees it at once
+  rather than after the feed's next poll.
+
+One Unix socket per daemon, next to its state record (the state directory is private
+to its user; a peer of another user is refused too, by its credentials). Requests and
+answers are one JSON object per line: ``{"settle": [PATH, ...]}`` and ``{"show": SEQ}``
+answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``.
+
+A mount that does not answer (gone, or older than this protocol) costs the asking door
+nothing but the one-line log: the store's compare-and-set keeps every write safe, and
+the feed shows the change a moment later anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# How long a door waits for a mount to show its change before going on without.
+SHOW_TIMEOUT = 2.0
+# A settle commits at most what the mount holds; a store that takes longer is stuck.
+ANSWER_TIMEOUT = 10.0
+_MAX_REQUEST = 1 << 20
+
+
+def _address(path: Path) -> tuple[int, str]:
+    """A short address for ``path``: a socket path longer than the kernel's 108 bytes
+    (a deep state directory, as tests make) is reached through a directory fd."""
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return fd, f"/proc/self/fd/{fd}/{path.name}"
+
+
+class ControlServer(threading.Thread):
+    """Answers requests on ``path`` with ``settle(paths)`` and ``show(seq) -> bool``."""
+
+    def __init__(
+        self,
+        path: Path,
+        settle: Callable[[list[str]], None],
+        show: Callable[[int, float], bool],
+    ) -> None:
+        super().__init__(name="memfs-control", daemon=True)
+        self.path = path
+        self._settle = settle
+        self._show = show
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # left by a daemon that was killed
+        fd, address = _address(path)
+        try:
+            self._sock.bind(address)
+        finally:
+            os.close(fd)
+        os.chmod(path, 0o600)
+        self._sock.listen(16)
+        self._halt = False
+
+    def stop(self) -> None:
+        self._halt = True
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=5)
+
+    def run(self) -> None:
+        while not self._halt:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                if self._halt:
+                    return
+                log.exception("memfs: the control socket failed; going on")
+                continue
+            threading.Thread(
+                target=self._serve, args=(conn,), name="memfs-control-peer", daemon=True
+            ).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            if not _same_user(conn):
+                log.warning("memfs: refused a control request from another user")
+                return
+            reader = conn.makefile("rb")
+            for raw in reader:
+                if len(raw) > _MAX_REQUEST:
+                    return
+                try:
+                    answer = self._answer(json.loads(raw))
+                except Exception as exc:
+                    log.exception("memfs: a control request failed")
+                    answer = {"ok": False, "error": str(exc) or type(exc).__name__}
+                try:
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                except OSError:
+                    return
+
+    def _answer(self, request: object) -> dict[str, object]:
+        if not isinstance(request, dict):
+            return {"ok": False, "error": "a request is a JSON object"}
+        if "settle" in request:
+            paths = request["settle"]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                return {"ok": False, "error": "settle takes a list of store paths"}
+            self._settle(paths)
+            return {"ok": True}
+        if "show" in request:
+            seq = request["show"]
+            if not isinstance(seq, int):
+                return {"ok": False, "error": "show takes a feed sequence number"}
+            return {"ok": self._show(seq, SHOW_TIMEOUT)}
+        return {"ok": False, "error": "unknown request"}
+
+
+def _same_user(conn: socket.socket) -> bool:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid in (os.getuid(), 0)
+
+
+class MountLink:
+    """A door's connection to one mount's control socket (see the module docstring).
+    Thread-safe; reconnects once when the daemon was restarted; never raises."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def settle(self, paths: Iterable[str]) -> None:
+        self._ask({"settle": list(paths)})
+
+    def show(self, seq: int) -> None:
+        self._ask({"show": seq})
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _ask(self, request: dict[str, object]) -> None:
+        line = json.dumps(request).encode() + b"\n"
+        problem: object = None
+        with self._lock:
+            for _ in range(2):
+                try:
+                    sock = self._connect()
+                    sock.sendall(line)
+                    answer = json.loads(self._readline(sock))
+                except (OSError, ValueError) as exc:
+                    self._drop()
+                    problem = exc
+                    continue
+                if not answer.get("ok", False) and answer.get("error"):
+                    log.warning("memfs: the mount at %s: %s", self.path, answer["error"])
+                return
+            if not self._warned:
+                self._warned = True
+                log.info("memfs: the mount's control socket %s: %s", self.path, problem)
+
+    def _connect(self) -> socket.socket:
+        if self._sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            sock.settimeout(ANSWER_TIMEOUT)
+            fd, address = _address(self.path)
+            try:
+                sock.connect(address)
+            except OSError:
+                sock.close()
+                raise
+            finally:
+                os.close(fd)
+            self._sock = sock
+            self._buffer = b""
+        return self._sock
+
+    def _readline(self, sock: socket.socket) -> bytes:
+        while b"\n" not in self._buffer:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionResetError("the mount closed its control socket")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            self._sock = None
+
+
+def local_mounts(store_id: str) -> list[MountLink]:
+    """Links to every live mount on this machine of the store whose ``Store.url`` is
+    ``store_id`` (the caller closes them)."""
+    from memfs.mount import state
+
+    return [
+        MountLink(state.control_path(r.mountpoint))
+        for r in state.records()
+        if r.store_id == store_id
+    ]
+
+
+class LocalMounts:
+    """Every live mount of one store on this machine, as one neighbour (settle and show
+    go to each): what ``memfs restore``, ``undo`` and ``import`` tell before and after."""
+
+    def __init__(self, store_id: str) -> None:
+        self.links = local_mounts(store_id)
+
+    def settle(self, paths: Iterable[str]) -> None:
+        wanted = list(paths)
+        for link in self.links:
+            link.settle(wanted)
+
+    def show(self, seq: int) -> None:
+        for link in self.links:
+            link.show(seq)
+
+    def close(self) -> None:
+        for link in self.links:
+            link.close()
