@@ -6,6 +6,7 @@ import base64
 import logging
 import os
 import stat
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memfs.backing import store_behind
 from memfs.handler import MemoryHandler, Result
 from memfs.handler.strings import human_size
+from memfs.mount import state
+from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url
 
 LIST_HEAD = (
     "Here're the files and directories up to 2 levels deep in {}, "
@@ -29,17 +33,76 @@ def leftovers(root: Path) -> list[str]:
     return [str(p) for p in root.rglob("*") if p.name.startswith(".tmp-memfs-")]
 
 
+@pytest.fixture(scope="module")
+def shared_mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """One real mount for the module's store-backed runs: ``(mountpoint, state dir)``."""
+    require_fuse()
+    base = tmp_path_factory.mktemp("contract-mount")
+    state_dir = base / "state"
+    state_dir.mkdir()
+    saved = os.environ.get(state.STATE_DIR_ENV)
+    os.environ[state.STATE_DIR_ENV] = str(state_dir)
+    handle = MountHandle(base / "mnt", sqlite_url(base / "s.db"), base / "s.db")
+    try:
+        handle.start()
+        yield handle.mountpoint, state_dir
+    finally:
+        # Each test's own state directory came and went meanwhile: point at this one.
+        os.environ[state.STATE_DIR_ENV] = str(state_dir)
+        problems = handle.teardown()
+        if saved is None:
+            os.environ.pop(state.STATE_DIR_ENV, None)
+        else:
+            os.environ[state.STATE_DIR_ENV] = saved
+        assert problems == []
+
+
+# Every test runs twice: on a plain directory (the fd backend) and through a real memfs
+# mount, where the commands are transactions on its store (the store backend); the model
+# must not be able to tell them apart.
+@pytest.fixture(params=["dir", "mount"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
-    r = tmp_path / "mem"
+def root(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    backend: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Path]:
+    if backend == "dir":
+        r = tmp_path / "mem"
+    else:
+        mountpoint, state_dir = request.getfixturevalue("shared_mount")
+        monkeypatch.setenv(state.STATE_DIR_ENV, str(state_dir))
+        r = mountpoint / f"t-{uuid.uuid4().hex[:12]}"
     yield r
     # Every test ends with no temp file behind, whatever it did.
     assert leftovers(r) == [] if r.exists() else True
 
 
+def dir_only(backend: str, why: str) -> None:
+    """Skip the store-backed run of a test about the directory backend's own means."""
+    if backend != "dir":
+        pytest.skip(f"directory backend only: {why}")
+
+
 @pytest.fixture
-def h(root: Path) -> MemoryHandler:
-    return MemoryHandler(root)
+def h(root: Path, backend: str) -> Iterator[MemoryHandler]:
+    if backend == "dir":
+        yield MemoryHandler(root)
+        return
+    root.mkdir(mode=0o700)
+    backing = store_behind(root)
+    assert backing is not None and backing.mounted
+    try:
+        yield MemoryHandler(
+            root, store=backing.store, store_prefix=backing.prefix, neighbours=backing.link
+        )
+    finally:
+        backing.close()
 
 
 def ok(h: MemoryHandler, **cmd: Any) -> Any:
@@ -103,7 +166,7 @@ def test_view_empty_root(h: MemoryHandler, root: Path) -> None:
 
 
 def test_view_listing_two_levels_sorted_hidden_and_links_left_out(
-    h: MemoryHandler, root: Path, tmp_path: Path
+    h: MemoryHandler, root: Path, tmp_path: Path, backend: str
 ) -> None:
     (root / "b.md").write_bytes(b"x" * 512)
     (root / "a").mkdir()
@@ -119,7 +182,8 @@ def test_view_listing_two_levels_sorted_hidden_and_links_left_out(
     (root / "link.md").symlink_to(tmp_path / "outside.md")
     (root / "dirlink").symlink_to(tmp_path)
     (root / "c.md").write_text("")
-    os.mkfifo(root / "fifo")
+    if backend == "dir":  # a mount holds no special files (mknod is ENOSYS there)
+        os.mkfifo(root / "fifo")
     expected = "\n".join(
         [
             LIST_HEAD.format("/memories"),
@@ -158,7 +222,10 @@ def test_view_with_trailing_slash_and_of_a_subdirectory(h: MemoryHandler, root: 
     )
 
 
-def test_listing_leaves_out_names_the_gate_refuses(h: MemoryHandler, root: Path) -> None:
+def test_listing_leaves_out_names_the_gate_refuses(
+    h: MemoryHandler, root: Path, backend: str
+) -> None:
+    dir_only(backend, "a mount refuses such names itself (EINVAL)")
     (root / "evil\nname.md").write_text("a newline in a name would forge a listing line")
     (root / "fine.md").write_text("ok")
     assert ok(h, command="view", path="/memories") == "\n".join(
@@ -477,7 +544,8 @@ def test_view_image_errors(h: MemoryHandler, root: Path) -> None:
     )
 
 
-def test_view_fifo_is_refused_without_hanging(h: MemoryHandler, root: Path) -> None:
+def test_view_fifo_is_refused_without_hanging(h: MemoryHandler, root: Path, backend: str) -> None:
+    dir_only(backend, "a mount holds no special files")
     os.mkfifo(root / "pipe")
     assert err(h, command="view", path="/memories/pipe") == (
         "Error: The path /memories/pipe is not a regular file or directory; "

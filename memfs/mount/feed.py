@@ -94,6 +94,8 @@ class StaleQueue(threading.Thread):
         self._halt = False
 
     def add(self, path: str) -> None:
+        if self._halt:
+            return  # unmounting: there is no kernel cache left to tell
         with self._lock:
             self._paths[path] = None
             self._paths[_parent(path)] = None
@@ -101,6 +103,8 @@ class StaleQueue(threading.Thread):
 
     def stop(self) -> None:
         self._halt = True
+        with self._lock:
+            self._paths.clear()
         self._wake.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=10)
@@ -112,6 +116,8 @@ class StaleQueue(threading.Thread):
             with self._lock:
                 paths, self._paths = list(self._paths), {}
             for path in paths:
+                if self._halt:
+                    return
                 try:
                     self._invalidate("/" + path)
                 except Exception:

@@ -153,17 +153,22 @@ class MemfsOperations(NamespaceOps):
             self._expirer.stop()
         if self._follower is not None:
             self._follower.stop()
-        health = self.writes.close()
+        # Before the last commits: the kernel is going away, and telling it anything while
+        # libfuse tears the session down can block until the session is gone.
         if self._stale_queue is not None:
             self._stale_queue.stop()
-        return health
+        return self.writes.close()
 
     # --- what other doors on this machine ask (memfs.mount.control) --------------------
     def settle_paths(self, paths: list[str]) -> None:
-        """Commit what is pending at or below each store path (before another door reads
-        or replaces them). A refused commit keeps its data, as every failed commit does."""
+        """Commit what is pending at, below or above (a file where a directory of the
+        path would be) each store path, before another door reads or replaces them. A
+        refused commit keeps its data, as every failed commit does."""
         for p in paths:
+            parts = p.split("/") if p else []
             try:
+                for i in range(1, len(parts)):
+                    self._commit("/".join(parts[:i]))
                 self._commit_under(p)
             except Exception as exc:
                 log.warning("memfs: could not commit %s for another door: %s", p or "/", exc)
