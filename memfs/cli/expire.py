@@ -60,6 +60,7 @@ def expire(
     """
     from memfs.history.expire import expire as run_expire
     from memfs.history.when import BadWhen, parse_duration
+    from memfs.mount.control import nearby
     from memfs.store import open_store
 
     try:
@@ -69,7 +70,7 @@ def expire(
     choice = _choice(path, store_url)
     try:
         stores.require_existing_store(choice)
-        with open_store(choice.url) as store:
+        with open_store(choice.url) as store, nearby(store, [""], dry_run=dry_run):
             report = run_expire(store, span, dry_run=dry_run)
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc

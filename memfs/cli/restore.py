@@ -16,6 +16,7 @@ from memfs.cli.history import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import author_for
+from memfs.mount.control import nearby
 
 _VERBS = {
     "write": "put back",
@@ -78,7 +79,8 @@ def restore(
     author = author_for("restore")
     with target(path, store_url) as (store, rel, choice):
         if rev is not None:
-            entry = restore_file(store, rel, rev, author=author)
+            with nearby(store, [rel]):
+                entry = restore_file(store, rel, rev, author=author)
             if as_json:
                 record = {"path": rel, "action": "write", "from_rev": rev, "rev": entry.rev}
                 click.echo(json.dumps(record))
@@ -87,7 +89,8 @@ def restore(
             return
         assert to is not None
         seq = point(store, to, "--to")
-        plan = restore_tree(store, seq, rel, author=author, dry_run=dry_run)
+        with nearby(store, [rel], dry_run=dry_run):
+            plan = restore_tree(store, seq, rel, author=author, dry_run=dry_run)
         if as_json:
             for kind in ("delete", "rmdir", "mkdir", "write", "unavailable", "symlinks"):
                 for item in getattr(plan, kind):
@@ -143,7 +146,9 @@ def undo(
         if not chosen:
             click.echo("nothing to undo")
             return
-        report = run_undo(store, chosen, author=author_for("undo"), dry_run=dry_run)
+        touched = {p for c in chosen for p in (c.path, c.old_path) if p is not None}
+        with nearby(store, sorted(touched), dry_run=dry_run):
+            report = run_undo(store, chosen, author=author_for("undo"), dry_run=dry_run)
     for outcome in report.outcomes:
         change = outcome.change
         path = change.path if change.old_path is None else f"{change.old_path} -> {change.path}"

@@ -136,13 +136,18 @@ def import_cmd(
     its memories/ directory). All or nothing: an entry memfs would refuse, or a file
     that exists with other content (without --overwrite), refuses the whole import."""
     from memfs.history.transfer import import_tree
+    from memfs.mount.control import nearby
     from memfs.store import open_store
 
     if history and (prefix is not None or overwrite):
         raise click.UsageError("--history copies a whole store: no --prefix or --overwrite")
     choice, rel = _choose(prefix, store_url)
     try:
-        with open_store(choice.url) as store, _Bar("import", quiet) as bar:
+        with (
+            open_store(choice.url) as store,
+            _Bar("import", quiet) as bar,
+            nearby(store, [rel or ""]),
+        ):
             result = import_tree(
                 store, src, prefix=rel, overwrite=overwrite, history=history, progress=bar
             )

@@ -31,8 +31,10 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+from memfs.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -244,3 +246,21 @@ class LocalMounts:
     def close(self) -> None:
         for link in self.links:
             link.close()
+
+
+@contextlib.contextmanager
+def nearby(store: Store, paths: Iterable[str], *, dry_run: bool = False) -> Iterator[None]:
+    """Around a change another door makes to ``store`` (a restore, an undo, an import):
+    every mount of it on this machine first commits what it holds pending for ``paths``
+    (so the change replaces it, and it stays in history, as an in-place rewrite on a
+    local disk would), and shows the change at once afterwards."""
+    if dry_run:
+        yield
+        return
+    mounts = LocalMounts(store.url)
+    try:
+        mounts.settle(paths)
+        yield
+        mounts.show(store.last_seq())
+    finally:
+        mounts.close()
