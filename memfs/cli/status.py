@@ -96,6 +96,14 @@ def _store_caps(url: str) -> str | None:
 
 def _health_notes(r: MountRecord) -> list[str]:
     notes = []
+    if r.lost:
+        notes.append(f"{r.mountpoint}: {r.lost}; writes answer EIO: unmount it, then mount again")
+    for conflict in r.conflicts:
+        path, _, copy = conflict.partition(" -> ")
+        notes.append(
+            f"{r.mountpoint}: conflict: two writers changed the same lines of {path}; the"
+            f" other's version stays, this mount's is kept as {copy}"
+        )
     if r.unsaved:
         shown = ", ".join(r.unsaved[:10]) + (" ..." if len(r.unsaved) > 10 else "")
         notes.append(
@@ -142,6 +150,8 @@ def _mounts() -> None:
                 state_text = "degraded"
             if r.store_problem:
                 state_text = "reconnecting"
+            if r.lost:
+                state_text = "lost"
             if m.files is not None and _has_caps(m.max_files, m.max_tree_bytes):
                 line = caps_line(
                     m.files, m.bytes or 0, m.max_files, m.max_tree_bytes, m.max_file_bytes

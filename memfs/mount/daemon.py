@@ -197,6 +197,8 @@ def serve_here(
                 recovery_dir=health.recovery_dir,
                 store_problem=health.store_problem,
                 store_down_since=health.store_down_since,
+                lost=health.lost,
+                conflicts=health.conflicts,
             )
             if up.is_set():
                 state.write(current[0])
@@ -218,24 +220,35 @@ def serve_here(
         state.remove(mountpoint, pid=record.pid)
         with contextlib.suppress(MemfsError):
             store.close()
-    if health.unsaved:
+    if health.unsaved or health.lost:
         # For `memfs umount`, which is not this process's parent and cannot see its exit.
         report.write_text(
-            json.dumps({"unsaved": list(health.unsaved), "recovery_dir": health.recovery_dir})
+            json.dumps(
+                {
+                    "unsaved": list(health.unsaved),
+                    "recovery_dir": health.recovery_dir,
+                    "lost": health.lost,
+                }
+            )
         )
-        raise MountError(_unsaved_message(mountpoint, list(health.unsaved), health.recovery_dir))
+        raise MountError(_unsaved_message(mountpoint, health))
     return record
 
 
-def _unsaved_message(mountpoint: Path, unsaved: list[str], recovery_dir: str) -> str:
+def _unsaved_message(mountpoint: Path, health: Health) -> str:
+    unsaved = list(health.unsaved)
     shown = ", ".join(unsaved[:10]) + (
         f" and {len(unsaved) - 10} more" if len(unsaved) > 10 else ""
     )
-    return (
+    held = (
         f"{len(unsaved)} file(s) written through {mountpoint} could not be saved to the store: "
-        f"{shown}; copies are in {recovery_dir}, and the next `{command('mount')}` of this store "
-        "saves them from the journal"
+        f"{shown}; copies are in {health.recovery_dir}, and the next `{command('mount')}` of"
+        " this store saves them from the journal"
     )
+    if not health.lost:
+        return held
+    lost = f"{mountpoint}: {health.lost}"
+    return f"{lost}; {held}" if unsaved else lost
 
 
 def _while_busy(pid: int, mountpoint: Path, on_note: Note) -> bool:
@@ -266,9 +279,13 @@ def _unsaved_report(mountpoint: Path) -> None:
     except (OSError, ValueError):
         return
     report.unlink(missing_ok=True)
-    unsaved = [str(p) for p in data.get("unsaved", [])]
-    if unsaved:
-        raise MountError(_unsaved_message(mountpoint, unsaved, str(data.get("recovery_dir", ""))))
+    health = Health(
+        unsaved=tuple(str(p) for p in data.get("unsaved", [])),
+        recovery_dir=str(data.get("recovery_dir", "")),
+        lost=str(data.get("lost", "")),
+    )
+    if health.unsaved or health.lost:
+        raise MountError(_unsaved_message(mountpoint, health))
 
 
 # --- stopping ------------------------------------------------------------------------

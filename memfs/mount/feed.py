@@ -125,6 +125,9 @@ class StaleQueue(threading.Thread):
 
 
 MAINTAIN_INTERVAL = 1.0  # seconds between store.maintain() calls
+# Seconds between looks at whether the store's storage is still there (a deleted or
+# replaced SQLite file, a dropped tree): seen within this, so within a second.
+STORAGE_INTERVAL = 0.5
 # How long one wait on a pushing store lasts: bounds how late stop() is noticed.
 PUSH_WAIT = 0.25
 
@@ -139,6 +142,7 @@ class ChangeFollower(threading.Thread):
         on_foreign: Callable[[Iterable[Change]], None],
         interval: float,
         on_store: Callable[[str | None], None] | None = None,
+        on_lost: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="memfs-feed", daemon=True)
         self.store = store
@@ -147,6 +151,9 @@ class ChangeFollower(threading.Thread):
         self.interval = interval
         # Told the reason when the store stops answering, None when it answers again.
         self.on_store = on_store or (lambda problem: None)
+        # Told once when the storage under the store went away (Store.storage_problem).
+        self.on_lost = on_lost or (lambda problem: None)
+        self._lost = False
         self.cursor = store.last_seq()
         self._halt = threading.Event()
         self._nudge = threading.Event()
@@ -205,14 +212,22 @@ class ChangeFollower(threading.Thread):
         failures = 0
         # The store's housekeeping (SQLite: WAL checkpoints) happens here, about once a
         # second, instead of inside whichever write crosses the threshold.
-        maintained = time.monotonic()
+        maintained = looked = time.monotonic()
         while True:
             try:
                 if not self._wait():
                     return
+                now = time.monotonic()
+                if now - looked >= STORAGE_INTERVAL and not self._lost:
+                    # First: a store whose file went away fails every feed read after.
+                    looked = now
+                    problem = self.store.storage_problem()
+                    if problem is not None:
+                        self._lost = True
+                        self.on_lost(problem)
                 self.step()
-                if time.monotonic() - maintained >= MAINTAIN_INTERVAL:
-                    maintained = time.monotonic()
+                if now - maintained >= MAINTAIN_INTERVAL and not self._lost:
+                    maintained = now
                     self.store.maintain()
                 if failures:
                     log.warning("memfs: the store answers again; following its changes")

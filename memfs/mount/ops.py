@@ -135,6 +135,7 @@ class MemfsOperations(NamespaceOps):
                 self._foreign_changes,
                 self.options.poll_interval,
                 on_store=self.writes.store_reachable,
+                on_lost=self._store_lost,
             )
             self._follower.start()
         if self.options.expire_unused_for_ns is not None:
@@ -197,6 +198,12 @@ class MemfsOperations(NamespaceOps):
         with self._meta.changing(paths, subtrees):
             return self._own.run(author, fn)
 
+    def _store_lost(self, problem: str) -> None:
+        """The store's file or tree went away under the mount: no more changes, and what
+        the open handle still holds is saved (memfs.mount.writes.PendingWrites.lose)."""
+        where = self.writes.recovery_dir
+        self.writes.lose(problem, lambda: self.store.rescue(where) if where else None)
+
     def _stale(self, path: str) -> None:
         """What this mount's kernel holds of ``path`` is not what was committed: forget
         it here and have the kernel forget it (see StaleQueue)."""
@@ -225,6 +232,7 @@ class MemfsOperations(NamespaceOps):
         subtrees: Iterable[str] = (),
     ) -> T:
         with self._mutex:
+            self.writes.check_usable()
             try:
                 return self._tracked(author, fn, paths, subtrees)
             finally:
@@ -326,6 +334,8 @@ class MemfsOperations(NamespaceOps):
                 raise
             return known
         except errors.NotFound:
+            # A store that went away answers nothing for sure: not "no such file".
+            self.writes.check_usable()
             if not fits_gate(p):
                 # Looked up by a name longer than any the store holds: say so, as a
                 # local disk does for a name past NAME_MAX.
@@ -431,6 +441,7 @@ class MemfsOperations(NamespaceOps):
         author = self._author()
         uid, gid = self._owner()
         with self._mutex:
+            self.writes.check_usable()
             # The kernel has just looked the parent up, so it is cached: no store query.
             parent = self._stat(parent_of(p))
             if not parent.is_dir:

@@ -51,6 +51,10 @@ class MountRecord:
     # The store's own URL (Store.url: one spelling per store), so that other doors can
     # find every mount of the store they change; "" from a daemon before this field.
     store_id: str = ""
+    # The store's storage went away under the mount, and where memfs saved what it held.
+    lost: str = ""
+    # Writes that met another writer's change to the same bytes: "PATH -> COPY".
+    conflicts: tuple[str, ...] = ()
 
     @property
     def alive(self) -> bool:
@@ -180,6 +184,8 @@ def _load(path: Path) -> MountRecord | None:
             store_problem=str(data.get("store_problem", "")),
             store_down_since=float(data.get("store_down_since", 0.0)),
             store_id=str(data.get("store_id", "")),
+            lost=str(data.get("lost", "")),
+            conflicts=tuple(str(c) for c in data.get("conflicts", ())),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -146,6 +146,10 @@ class Health:
     # Writes that met another writer's change to the same bytes: "PATH -> COPY", newest
     # last (the copy holds this mount's version; PATH keeps the other one).
     conflicts: tuple[str, ...] = ()
+    # The store's storage went away under the mount (its file deleted, replaced, moved;
+    # a tree dropped): what happened and where memfs saved what it held. Writes answer
+    # EIO from then on.
+    lost: str = ""
 
 
 def check_new_name(path: str) -> None:
@@ -218,6 +222,7 @@ class PendingWrites:
         # from a thread that is not a FUSE callback.
         self._on_stale = on_stale or (lambda path: None)
         self._conflicts: list[str] = []
+        self._lost = ""
         self._bufs: dict[str, Buffer] = {}
         self._created: dict[str, dict[str, None]] = {}  # parent -> names not in the store
         self._touched: OrderedDict[str, int] = OrderedDict()  # dir -> mtime of a change
@@ -257,6 +262,7 @@ class PendingWrites:
     def create(self, path: str, mode: int, author: str, uid: int | None, gid: int | None) -> None:
         check_new_name(path)
         with self.lock:
+            self.check_usable()
             old = self._bufs.get(path)
             if old is not None:
                 self._settle(old)
@@ -331,6 +337,7 @@ class PendingWrites:
     def chmod(self, path: str, mode: int) -> bool:
         """Set the mode of a file not in the store yet; False if it is in the store."""
         with self.lock:
+            self.check_usable()
             buf = self._bufs.get(path)
             if buf is None or not buf.created:
                 return False
@@ -451,6 +458,7 @@ class PendingWrites:
 
     def _writable(self, path: str, author: str, *, whole: bool) -> Buffer:
         """The buffer that takes ``author``'s next change to ``path``."""
+        self.check_usable()
         buf = self._bufs.get(path)
         if buf is not None and buf.failed is not None:
             raise OSError(errno_of(buf.failed), f"{path} could not be saved: {buf.failed}")
@@ -714,6 +722,46 @@ class PendingWrites:
         self._journal = fresh
         old.close(keep=False)
 
+    def check_usable(self) -> None:
+        """EIO once the store's storage went away (see :meth:`lose`)."""
+        if self._lost:
+            raise OSError(errno.EIO, self._lost)
+
+    @property
+    def lost(self) -> str:
+        return self._lost
+
+    def lose(self, problem: str, rescue: Callable[[], Path | None]) -> None:
+        """The store's storage went away (``problem`` says how): refuse every change from
+        now on, commit what is pending into the handle still open, and have ``rescue``
+        save that whole store somewhere it can be mounted again."""
+        with self.lock:
+            if self._lost:
+                return
+            self._lost = problem  # from here on every write answers EIO
+            log.error("memfs: %s; writes now answer EIO", problem)
+            for buf in list(self._bufs.values()):
+                try:
+                    self._settle(buf)
+                except Exception as exc:
+                    log.error("memfs: %s stays in the journal: %s", buf.path, exc)
+            try:
+                where = rescue()
+            except Exception as exc:
+                where = None
+                log.exception("memfs: could not save the store that went away")
+                told = f"memfs could not save it ({exc})"
+            else:
+                told = (
+                    f"memfs saved what it held to {where}"
+                    if where is not None
+                    else "what was written is on the server"
+                )
+            if where is not None:
+                log.error("memfs: the whole store as this mount saw it is saved in %s", where)
+            self._lost = f"{problem}; {told}"
+            self._publish()
+
     def store_reachable(self, problem: str | None) -> None:
         """Told by the change follower when the store stops (a reason) or starts again
         (None) answering, for `memfs status`."""
@@ -730,6 +778,7 @@ class PendingWrites:
             and self._unsaved == set(self._health.unsaved)
             and self._store_problem == (self._health.store_problem, self._health.store_down_since)
             and tuple(self._conflicts) == self._health.conflicts
+            and self._lost == self._health.lost
         ):
             return
         unsaved = tuple(sorted(self._unsaved))
@@ -739,6 +788,7 @@ class PendingWrites:
             str(self.recovery_dir or ""),
             *self._store_problem,
             conflicts=tuple(self._conflicts),
+            lost=self._lost,
         )
         if health != self._health:
             self._health = health
@@ -854,11 +904,14 @@ class PendingWrites:
             if self._closed:
                 return self._health
             self._closed = True
-            for buf in list(self._bufs.values()):
+            # A store that went away takes no more commits: what is left stays in the
+            # journal (and is named), not in a file nobody can open again.
+            for buf in [] if self._lost else list(self._bufs.values()):
                 try:
                     self._settle(buf)
                 except Exception as e:
                     log.error("memfs: could not save %s at unmount: %s", buf.path, e)
+            self._unsaved.update(self._bufs)
             self._publish()
             if self._journal is not None:
                 self._journal.close(keep=bool(self._bufs))
@@ -885,6 +938,8 @@ class PendingWrites:
         """Commit what is due, one buffer per lock hold so other files are not held up;
         return the seconds until the next one is due."""
         with self.lock:
+            if self._lost:
+                return None  # nothing more goes into a store that went away
             paths = list(self._bufs)
         for path in paths:
             if self._halt.is_set():

@@ -98,6 +98,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from memfs.errors import NotFound
@@ -490,6 +491,20 @@ class Store(abc.ABC):
     def maintain(self) -> None:
         """Do deferred housekeeping now (after :meth:`defer_maintenance`); cheap when
         there is none. Never changes what the tree holds."""
+        return None
+
+    def storage_problem(self) -> str | None:
+        """Why the storage this handle was opened on is no longer the store its URL names
+        (an SQLite file deleted, replaced or moved under it; a server tree dropped), or
+        None. Cheap: a long-running process (the mount) asks about once a second, and
+        stops writing through a handle that answers a problem."""
+        return None
+
+    def rescue(self, recovery_dir: Path) -> Path | None:
+        """Save what this handle still reaches of a store whose storage went away (see
+        :meth:`storage_problem`): back at its own place when that is free, else in
+        ``recovery_dir``; the path written, or None when the backend has nothing to save
+        (a server keeps its own)."""
         return None
 
     @abc.abstractmethod

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 
 import psycopg
 
-from memfs.errors import NotADirectory, NotFound
+from memfs.errors import NotADirectory, NotFound, StoreUnavailable
 from memfs.store.base import Entry, Store, Usage
 from memfs.store.postgres_feed import PgFeed
 from memfs.store.postgres_history import COLS, STAT
@@ -130,6 +130,16 @@ class PostgresStore(PgFeed, Store):
         return int(row[0]) - path.count("/"), int(row[1]) - len(path.encode("utf-8"))
 
     # --- housekeeping --------------------------------------------------------------------
+    def storage_problem(self) -> str | None:
+        try:
+            with self._conn() as db:
+                row = db.execute("SELECT 1 FROM memfs.trees WHERE id = %s", (self.tree,)).fetchone()
+        except StoreUnavailable:
+            return None  # the server away: an outage, which the follower reports itself
+        if row is None:
+            return f"the tree {self.options.tree!r} was dropped from {self.options.where}"
+        return None
+
     def usage(self) -> Usage:
         with self._conn() as db:
             row = db.execute(

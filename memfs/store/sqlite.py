@@ -42,6 +42,7 @@ from memfs.store.sqlite_conn import (
     unpack_blob,
 )
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
+from memfs.store.sqlite_watch import FileWatch, rescue
 from memfs.store.sqlite_writes import SqliteWrites
 
 __all__ = ["SqliteStore", "open_sqlite"]
@@ -63,6 +64,7 @@ class SqliteStore(SqliteWrites, Store):
         self.max_file_bytes = self.options.max_file_bytes
         self.max_tree_bytes = self.options.max_tree_bytes
         self.max_files = self.options.max_files
+        self._watch = FileWatch(path)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -154,6 +156,19 @@ class SqliteStore(SqliteWrites, Store):
         return int(row[0] or 0)
 
     # --- housekeeping ------------------------------------------------------------------------
+    def storage_problem(self) -> str | None:
+        return self._watch.problem()
+
+    def rescue(self, recovery_dir: Path) -> Path | None:
+        try:
+            return rescue(self._db(), self.path, recovery_dir)
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+
+    def close(self) -> None:
+        self._watch.close()
+        super().close()
+
     def usage(self) -> Usage:
         try:
             values = dict(

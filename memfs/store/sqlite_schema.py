@@ -385,11 +385,14 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
 
 
 def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
-    """A read-write connection with memfs's per-connection settings."""
+    """A read-write connection with memfs's per-connection settings, to a file that
+    exists: never a new, empty one (a store file deleted under a running process must
+    not come back empty when one of its threads connects; prepare() creates stores)."""
     # check_same_thread=False only so close() can close every thread's connection; each
     # connection is otherwise used by the one thread that made it.
     db = sqlite3.connect(
-        str(path),
+        f"file:{quote(str(path))}?mode=rw",
+        uri=True,
         timeout=busy_timeout,
         isolation_level=None,
         check_same_thread=False,
