@@ -16,7 +16,6 @@ from memfs.cli.history import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import author_for
-from memfs.mount.control import nearby
 
 _VERBS = {
     "write": "put back",
@@ -76,6 +75,8 @@ def restore(
         raise click.UsageError("--rev needs the PATH of the file to restore")
     if dry_run and to is None:
         raise click.UsageError("--dry-run goes with --to")
+    from memfs.mount.control import nearby
+
     author = author_for("restore")
     with target(path, store_url) as (store, rel, choice):
         if rev is not None:
@@ -146,6 +147,8 @@ def undo(
         if not chosen:
             click.echo("nothing to undo")
             return
+        from memfs.mount.control import nearby
+
         touched = {p for c in chosen for p in (c.path, c.old_path) if p is not None}
         with nearby(store, sorted(touched), dry_run=dry_run):
             report = run_undo(store, chosen, author=author_for("undo"), dry_run=dry_run)

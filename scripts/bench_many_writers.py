@@ -1,0 +1,196 @@
+"""Acknowledged appends per second, 1, 2 and 4 writers across two mounts of one store.
+
+    .venv/bin/python scripts/bench_many_writers.py [--seconds 5] [--runs 3] [--url postgresql://...]
+
+Each writer is a process appending one unique line at a time to one shared file the way
+``echo line >> f`` does (open with O_APPEND, write, close), as fast as it can, for
+``--seconds``. Layouts: one writer on one mount (the baseline), two writers on two
+mounts (one each), four writers on two mounts (two each). A write is acknowledged when
+its ``write(2)`` returned. After each run the file is read from the store once every
+mount has committed, and every acknowledged line must be there exactly once, in its
+writer's order: the script prints ``lost=N`` (must be 0), ``dup=N`` and the number of
+conflict copies made. Two mounts are two daemons with their own state directories (two
+"hosts"). SQLite runs first; PostgreSQL on a throwaway local cluster unless ``--url``.
+Prints the median rate of the runs and each layout's rate over the baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memfs.mount import daemon
+from memfs.store import open_store
+
+WRITER = """
+import os, sys, time
+path, tag, seconds, ack = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+end = time.monotonic() + seconds
+n = 0
+with open(ack, "w") as out:
+    while time.monotonic() < end:
+        n += 1
+        line = f"{tag}-{n}\\n".encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        out.write(f"{tag}-{n}\\n")
+"""
+
+LAYOUTS = {
+    "1 writer, 1 mount": (1, 0),
+    "2 writers, 2 mounts": (1, 1),
+    "4 writers, 2 mounts": (2, 2),
+}
+
+
+@contextlib.contextmanager
+def mounted(url: str, where: Path, name: str) -> Iterator[Path]:
+    state = where / f"state-{name}"
+    state.mkdir(exist_ok=True)
+    mnt = where / name
+    old = os.environ.get("MEMFS_STATE_DIR")
+    os.environ["MEMFS_STATE_DIR"] = str(state)
+    try:
+        daemon.start(mnt, url)
+    finally:
+        if old is None:
+            os.environ.pop("MEMFS_STATE_DIR", None)
+        else:
+            os.environ["MEMFS_STATE_DIR"] = old
+    try:
+        yield mnt
+    finally:
+        os.environ["MEMFS_STATE_DIR"] = str(state)
+        try:
+            daemon.stop(mnt, timeout=60)
+        finally:
+            if old is None:
+                os.environ.pop("MEMFS_STATE_DIR", None)
+            else:
+                os.environ["MEMFS_STATE_DIR"] = old
+
+
+def one_run(
+    url: str, a: Path, b: Path, per_mount: tuple[int, int], seconds: float, run: int
+) -> dict[str, float]:
+    name = f"log-{run}-{per_mount[0]}{per_mount[1]}.md"
+    (a / name).write_text("")
+    with open_store(url) as store:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(Exception):
+                store.stat(name)
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("the file never reached the store")
+            time.sleep(0.01)
+        with tempfile.TemporaryDirectory(prefix="memfs-acks-") as acks:
+            procs = []
+            tags = []
+            for mount, count in ((a, per_mount[0]), (b, per_mount[1])):
+                for i in range(count):
+                    tag = f"{mount.name}{i}"
+                    tags.append(tag)
+                    procs.append(
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-c",
+                                WRITER,
+                                str(mount / name),
+                                tag,
+                                str(seconds),
+                                str(Path(acks) / tag),
+                            ],
+                        )
+                    )
+            for p in procs:
+                if p.wait(timeout=seconds + 120) != 0:
+                    raise SystemExit("a writer failed")
+            acked = {t: (Path(acks) / t).read_text().split() for t in tags}
+        total = sum(len(v) for v in acked.values())
+        want = {tok for v in acked.values() for tok in v}
+        deadline = time.monotonic() + 60
+        while True:
+            lines = store.read(name)[0].decode().split()
+            if want <= set(lines) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        lost = len(want - set(lines))
+        dup = len(lines) - len(set(lines))
+        ordered = all([x for x in lines if x.rsplit("-", 1)[0] == t] == v for t, v in acked.items())
+        copies = sum(1 for e in store.walk() if ".conflict-" in e.path and name[:-3] in e.path)
+    return {
+        "rate": total / seconds,
+        "lost": lost,
+        "dup": dup,
+        "ordered": float(ordered),
+        "copies": copies,
+    }
+
+
+def bench(url: str, seconds: float, runs: int, label: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="memfs-many-") as tmp:
+        where = Path(tmp)
+        with mounted(url, where, "a") as a, mounted(url, where, "b") as b:
+            base = None
+            for layout, per_mount in LAYOUTS.items():
+                results = [one_run(url, a, b, per_mount, seconds, r) for r in range(runs)]
+                rate = statistics.median(r["rate"] for r in results)
+                base = base or rate
+                lost = sum(int(r["lost"]) for r in results)
+                dup = sum(int(r["dup"]) for r in results)
+                copies = sum(int(r["copies"]) for r in results)
+                ordered = all(r["ordered"] for r in results)
+                print(
+                    f"{label:<10} {layout:<20} {rate:8.0f} appends/s  x{rate / base:4.2f}"
+                    f"  lost={lost} dup={dup} conflicts={copies}"
+                    f"{'' if ordered else '  OUT OF ORDER'}",
+                    flush=True,
+                )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="a PostgreSQL store URL (default: a throwaway cluster)")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sqlite-only", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memfs-many-db-") as tmp:
+        bench(f"sqlite://{tmp}/m.db", args.seconds, args.runs, "sqlite")
+    if args.sqlite_only:
+        return 0
+    cluster = None
+    url = args.url
+    if url is None:
+        from tests.fixtures.postgres import PgCluster, find_bindir
+
+        bindir = find_bindir()
+        if bindir is None:
+            raise SystemExit("no PostgreSQL server binaries; run make system-deps or give --url")
+        cluster = PgCluster(bindir)
+        url = cluster.url("bench-many-writers")
+    try:
+        bench(url, args.seconds, args.runs, "postgresql")
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
