@@ -20,6 +20,7 @@ as the memory tool's ``view`` leaves them out.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,11 +353,31 @@ class SnapshotWatcher:
         pass
 
 
+# A conflict copy's name (memfs.store.rebase.conflict_name): STEM.conflict-STAMP-SIDE.EXT
+_CONFLICT_COPY = re.compile(
+    r"^(?P<stem>.+)\.conflict-\d{8}-\d{6}-[A-Za-z0-9_-]+(?P<ext>\.[^./]+)?$"
+)
+
+
+def _conflict_of(path: str) -> str | None:
+    """The file a conflict copy was kept beside, or None if ``path`` is not one."""
+    parent, _, name = path.rpartition("/")
+    match = _CONFLICT_COPY.match(name)
+    if match is None:
+        return None
+    original = match["stem"] + (match["ext"] or "")
+    return f"{parent}/{original}" if parent else original
+
+
 def _describe(notice: Notice) -> str:
+    original = _conflict_of(notice.path) if notice.kind == "created" else None
     if notice.kind == "renamed":
         text = f"renamed {notice.old_path} -> {notice.path}"
         if notice.edited:
             text += " and edited it"
+    elif original is not None:
+        # Two writers changed the same lines: the model should look at both versions.
+        text = f"kept {notice.path} as a conflict copy beside {original}"
     else:
         text = f"{notice.kind} {notice.path}"
     if notice.authors:

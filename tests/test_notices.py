@@ -186,3 +186,16 @@ def test_snapshot_watcher_on_a_plain_directory(tmp_path: Path) -> None:
     (root / "agent.md").write_text("mine\n")
     watcher.own_changes_done()
     assert watcher.poll() == []
+
+
+def test_a_conflict_copy_is_named_as_one(tmp_path: Path) -> None:
+    from memfs.notices import Notice, format_notices
+
+    copy = "/memories/notes/app.conflict-20261201-093005-vim.md"
+    text = format_notices([Notice("created", copy, authors=("root (vim)",))])
+    assert text == (
+        "Since your last turn, people changed /memories: kept"
+        f" {copy} as a conflict copy beside /memories/notes/app.md (by root (vim))."
+    )
+    plain = format_notices([Notice("created", "/memories/conflict-notes.md")])
+    assert plain.endswith("created /memories/conflict-notes.md.")
