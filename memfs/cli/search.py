@@ -68,7 +68,11 @@ def _hits_json(hits: list[SearchHit], shown: list[str]) -> str:
 @click.command()
 @click.argument("query", metavar="QUERY")
 @click.argument("path", metavar="[PATH]", required=False)
-@click.option("--regex", is_flag=True, help="QUERY is a regular expression (Python syntax).")
+@click.option(
+    "--regex",
+    is_flag=True,
+    help="QUERY is a regular expression (RE2: Python's syntax without backtracking).",
+)
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N files."
 )

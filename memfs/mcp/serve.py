@@ -104,8 +104,9 @@ class _Uvicorn:
             lifespan="on",
             log_level="warning",
             access_log=False,
-            # A client's open event stream must not hold the shutdown forever.
-            timeout_graceful_shutdown=2,
+            # A client's open event stream (or a command still running) must not hold the
+            # shutdown: SIGTERM ends the server within a second.
+            timeout_graceful_shutdown=0.5,
         )
 
         class Server(uvicorn.Server):
