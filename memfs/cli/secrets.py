@@ -21,8 +21,10 @@ import click
 from memfs.cli import stores
 from memfs.cli.history import require_existing, resolve
 from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
+from memfs.paths import shown
 from memfs.secrets import Finding, mask, scan
 from memfs.store.base import Store
+from memfs.store.matching import decode_text
 
 PREVIEW_WIDTH = 100
 
@@ -65,10 +67,15 @@ def preview(text: str, finding: Finding, findings: list[Finding]) -> str:
 
 
 def _rows(path: str, rev: int, current: bool, data: bytes) -> list[Row]:
-    text = data.decode("utf-8", errors="replace")
+    """The findings in one revision; binary content (a NUL byte, not UTF-8) is skipped,
+    as search skips it, and every printed string has its control bytes escaped."""
+    text = decode_text(data)
+    if text is None:
+        return []
     findings = scan(text)
     return [
-        Row(path, rev, current, f.line, f.kind, f.why, preview(text, f, findings)) for f in findings
+        Row(shown(path), rev, current, f.line, f.kind, f.why, shown(preview(text, f, findings)))
+        for f in findings
     ]
 
 
