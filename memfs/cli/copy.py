@@ -9,6 +9,7 @@ import click
 
 from memfs.cli import stores
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 
 
 @click.command()
@@ -47,7 +48,9 @@ def copy(src_url: str, dst_url: str) -> None:
         raise click.ClickException(stores.message(exc, stores.FROM_OPTION)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {url}")
+    click.echo(
+        f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {shown_url(url)}"
+    )
 
 
 COMMANDS = [copy]

@@ -15,6 +15,7 @@ import click
 from memfs.cli import stores
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 
 
 def _choice(path: str | None, store_url: str | None) -> StoreChoice:
@@ -74,7 +75,7 @@ def expire(
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     verb = "would delete" if dry_run else "deleted"
     if as_json:
         for f in report.deleted:

@@ -18,6 +18,7 @@ import click
 from memfs.cli import stores
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, PathError, StoreUnavailable
+from memfs.store import shown_url
 from memfs.store.base import Revision, Store
 
 
@@ -87,7 +88,7 @@ def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
 
 
 def _in_mount() -> bool:

@@ -13,6 +13,7 @@ from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 from memfs.program import command
+from memfs.store import shown_url
 
 
 def _fail(exc: MemfsError, elsewhere: str | None = None) -> click.ClickException:
@@ -26,7 +27,7 @@ def _note(message: str) -> None:
 def _mounted_message(record: MountRecord) -> str:
     mp = record.mountpoint
     return (
-        f"Mounted {record.store_url} at {mp} (pid {record.pid}).\n"
+        f"Mounted {shown_url(record.store_url)} at {mp} (pid {record.pid}).\n"
         f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
         f"Stop with: {command('umount', mp)}"
     )

@@ -16,6 +16,7 @@ from memfs.cli.history import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import author_for
+from memfs.store import shown_url
 
 _VERBS = {
     "write": "put back",
@@ -31,7 +32,7 @@ def _again(choice: StoreChoice, *args: str) -> str:
 
     if choice.elsewhere in (stores.FROM_DEFAULT, stores.FROM_ENV):
         return command(*args)
-    return command(*args, "--store", choice.url)
+    return command(*args, "--store", shown_url(choice.url))
 
 
 def _undo_hint(choice: StoreChoice) -> str:

@@ -21,6 +21,7 @@ import click
 from memfs.cli import stores
 from memfs.cli.history import require_existing, resolve
 from memfs.errors import MemfsError, PathError, QueryError, StoreUnavailable
+from memfs.store import shown_url
 from memfs.store.base import SearchHit, Store
 
 
@@ -113,7 +114,7 @@ def search(
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     shown = [_shown(hit, mount_base, rel) for hit in hits]
     if as_json:
         click.echo(_hits_json(hits, shown))

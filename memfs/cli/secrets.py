@@ -23,6 +23,7 @@ from memfs.cli.history import require_existing, resolve
 from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
 from memfs.paths import shown
 from memfs.secrets import Finding, mask, scan
+from memfs.store import shown_url
 from memfs.store.base import Store
 from memfs.store.matching import decode_text
 
@@ -217,7 +218,7 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     if not as_json:
         click.echo(_summary(rows, tally, with_history))
 

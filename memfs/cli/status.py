@@ -121,9 +121,10 @@ def _mounts() -> None:
     mounts = daemon.status()
     journals = daemon.left_over_journals()
     for url, n in journals.items():
+        again = command("mount", "--store", shown_url(url))
         click.echo(
             f"Writes a stopped memfs daemon acknowledged are waiting in {n} journal(s) for "
-            f"{url}; mount that store again to save them: {command('mount', '--store', url)}"
+            f"{shown_url(url)}; mount that store again to save them: {again}"
         )
     if not mounts:
         click.echo("No memfs mounts.")
@@ -199,7 +200,7 @@ def _mirrors() -> None:
             if line is not None:
                 notes.append(f"{record.dir}: caps: {line}")
         if not alive:
-            restart = command("sync", record.dir, "--store", record.store_url)
+            restart = command("sync", record.dir, "--store", shown_url(record.store_url))
             notes.append(
                 f"{record.dir}: its mirror (pid {record.pid}) died; restart it with: {restart}"
             )
@@ -223,9 +224,9 @@ def _one_store(url: str) -> None:
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     line = caps_line(usage.files, usage.bytes, *caps)
-    click.echo(f"{choice.url}: {usage.dirs} directories; caps: {line}")
+    click.echo(f"{shown_url(choice.url)}: {usage.dirs} directories; caps: {line}")
 
 
 @click.command()

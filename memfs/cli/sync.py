@@ -13,6 +13,7 @@ import click
 
 from memfs.cli import stores
 from memfs.errors import MemfsError
+from memfs.store import shown_url
 
 if TYPE_CHECKING:
     from memfs.sync import Mirror
@@ -56,10 +57,10 @@ def sync(
             mirror = Mirror(directory, store, state_path=state_path)
             if once:
                 mirror.run_once()
-                click.echo(f"Synced {mirror.root} with {url}.")
+                click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
                 return
             _stop_on_signals(mirror)
-            click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
+            click.echo(f"Syncing {mirror.root} with {shown_url(url)} (Ctrl-C to stop).", err=True)
             running.run_recorded(mirror)
             click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:

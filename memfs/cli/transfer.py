@@ -17,6 +17,7 @@ from memfs.cli import stores
 from memfs.cli.history import require_existing, resolve
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
+from memfs.store import shown_url
 
 _SHOWN_PROBLEMS = 20
 
@@ -158,7 +159,7 @@ def import_cmd(
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
-    where = choice.url + (f" under {rel}" if rel else "")
+    where = shown_url(choice.url) + (f" under {rel}" if rel else "")
     if history:
         click.echo(
             f"imported {_count(result.revisions, 'change', 'changes')} of history: "
