@@ -13,6 +13,7 @@ from datetime import datetime
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, StoreUnavailable
 from memfs.store import shown_url
@@ -46,7 +47,7 @@ def _when(time_ns: int) -> str:
     metavar="DURATION",
     help="Delete files neither written nor viewed by the model for this long (90m, 12h, 30d).",
 )
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file, for scripts.")
 def expire(

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.cli.tool import handler_options
 from memfs.errors import MemfsError, MountError
 
@@ -37,12 +38,9 @@ def _say(message: str) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The directory /memories maps to: a memfs mount or a plain directory.",
 )
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Serve this store (through its running mount, else a mount of the server's own). "
-    "Default without --root: $MEMFS_STORE or the user's memory.db.",
+@store_option(
+    "Serve this store (through its running mount, else a mount of the server's own). "
+    "Default without --root: $MEMFS_STORE or the user's memory.db."
 )
 @click.option(
     "--http",

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
 from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
@@ -35,12 +36,7 @@ def _mounted_message(record: MountRecord) -> str:
 
 @click.command()
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Store URL (default: $MEMFS_STORE or the user's memory.db).",
-)
+@store_option("Store URL (default: $MEMFS_STORE or the user's memory.db).")
 @click.option("--foreground", is_flag=True, help="Serve in this process until Ctrl-C.")
 @click.option("--debug", is_flag=True, help="Log every FUSE request (to the log, or stderr).")
 @click.option(

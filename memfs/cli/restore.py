@@ -12,7 +12,7 @@ import json
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import local_time, target
+from memfs.cli.common import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import author_for

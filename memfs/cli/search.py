@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.errors import MemfsError, PathError, QueryError, StoreUnavailable
 from memfs.store import shown_url
 from memfs.store.base import SearchHit, Store
@@ -78,7 +78,7 @@ def _hits_json(hits: list[SearchHit], shown: list[str]) -> str:
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N files."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the hits.")
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 def search(
     query: str, path: str | None, regex: bool, limit: int, as_json: bool, store_url: str | None
 ) -> None:

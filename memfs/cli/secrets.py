@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
 from memfs.paths import shown
 from memfs.secrets import Finding, mask, scan
@@ -177,7 +177,7 @@ def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
 
 @click.command("secrets")
 @click.argument("path", metavar="[PATH]", required=False)
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--history", "with_history", is_flag=True, help="Also scan old revisions and deleted files."
 )

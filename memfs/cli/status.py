@@ -14,23 +14,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memfs.cli.common import size_text, store_option, table
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.store import shown_url
 
 if TYPE_CHECKING:
     from memfs.mount.state import MountRecord
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _age(started: float) -> str:
@@ -46,12 +36,6 @@ def _since(started: float) -> str:
     return datetime.fromtimestamp(started).isoformat(timespec="seconds")
 
 
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
 def caps_line(
     files: int,
     size: int,
@@ -62,11 +46,13 @@ def caps_line(
     """Use against each cap: ``3 of 100 files, 1.2 KiB of 1.0 MiB, at most 64.0 MiB a file``."""
     count = f"{files} of {max_files} files" if max_files is not None else f"{files} files (no cap)"
     total = (
-        f"{_size(size)} of {_size(max_tree_bytes)}"
+        f"{size_text(size)} of {size_text(max_tree_bytes)}"
         if max_tree_bytes is not None
-        else f"{_size(size)} (no cap)"
+        else f"{size_text(size)} (no cap)"
     )
-    per_file = f"at most {_size(max_file_bytes)} a file" if max_file_bytes else "no cap per file"
+    per_file = (
+        f"at most {size_text(max_file_bytes)} a file" if max_file_bytes else "no cap per file"
+    )
     return f"{count}, {total}, {per_file}"
 
 
@@ -168,11 +154,11 @@ def _mounts() -> None:
                 state_text,
                 _age(r.started),
                 files,
-                _size(m.bytes),
+                size_text(m.bytes),
                 r.log_path,
             )
         )
-    _table(rows)
+    table(rows)
     for note in notes:
         click.echo(note)
 
@@ -205,7 +191,7 @@ def _mirrors() -> None:
                 f"{record.dir}: its mirror (pid {record.pid}) died; restart it with: {restart}"
             )
     click.echo()
-    _table(rows)
+    table(rows)
     for note in notes:
         click.echo(note)
 
@@ -230,12 +216,7 @@ def _one_store(url: str) -> None:
 
 
 @click.command()
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Show only this store's use against its caps (files, bytes, per file).",
-)
+@store_option("Show only this store's use against its caps (files, bytes, per file).")
 def status(store_url: str | None) -> None:
     """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors,
     with use against the caps of each capped store."""

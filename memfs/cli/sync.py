@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
 from memfs.store import shown_url
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option("--once", is_flag=True, help="Do one reconciliation pass and exit.")
 @click.option(
     "--state",

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
 from memfs.secrets import DEFAULT_POLICY, POLICIES
 
@@ -162,13 +163,10 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     help="The directory that /memories maps to (it must exist).",
 )
 @handler_options
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
+@store_option(
+    "The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
     "its caps (?max_tree_bytes=N&max_files=N) are told to the model with numbers and "
-    "file views count as use for `memfs expire`.",
+    "file views count as use for `memfs expire`."
 )
 @click.argument("command_json", required=False)
 def tool(

@@ -14,7 +14,7 @@ from types import TracebackType
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 from memfs.store import shown_url
@@ -69,7 +69,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 @click.command("export")
 @click.argument("dest", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--prefix",
     metavar="PATH",
@@ -115,7 +115,7 @@ def export_cmd(
 
 @click.command("import")
 @click.argument("src", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--prefix",
     metavar="PATH",

@@ -9,12 +9,12 @@ from __future__ import annotations
 import click
 
 from memfs.cli import stores
-from memfs.cli.status import _size, _table
+from memfs.cli.common import size_text, store_option, table
 from memfs.errors import MemfsError, StoreUnavailable
 
 
 @click.command()
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 def trees(store_url: str | None) -> None:
     """List the memory trees in the store's database: name, files, size, changes, URL."""
     from memfs.store import list_trees
@@ -38,12 +38,12 @@ def trees(store_url: str | None) -> None:
                 t.name,
                 str(t.usage.files),
                 str(t.usage.dirs),
-                _size(t.usage.bytes),
+                size_text(t.usage.bytes),
                 str(t.last_seq),
                 t.url,
             )
         )
-    _table(rows)
+    table(rows)
 
 
 COMMANDS = [trees]
