@@ -50,14 +50,20 @@ def sync(
 
     choice = stores.choose(store_url)
     url = choice.url
-    handler = _log_to_stderr(verbose)
+    handler = _log_to_stderr(verbose, quiet_warnings=once and not verbose)
     try:
         # The store first: a bad one must fail before DIR is created for it.
         with open_store(url) as store:
             _create_missing(directory)
             mirror = Mirror(directory, store, state_path=state_path)
             if once:
-                mirror.run_once()
+                problems = _Problems(verbose)
+                logging.getLogger("memfs.sync").addHandler(problems)
+                try:
+                    mirror.run_once()
+                finally:
+                    logging.getLogger("memfs.sync").removeHandler(problems)
+                problems.check(mirror.root)
                 click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
                 return
             _stop_on_signals(mirror)
@@ -68,6 +74,26 @@ def sync(
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     finally:
         logging.getLogger("memfs.sync").removeHandler(handler)
+
+
+class _Problems(logging.Handler):
+    """What a one-off pass could not do: its warnings, so that ``--once`` fails with one
+    line saying how many and the first, rather than claiming it synced."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.verbose = verbose
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+    def check(self, root: Path) -> None:
+        if not self.seen:
+            return
+        n = len(self.seen)
+        more = f" (and {n - 1} more: run with -v for each)" if n > 1 and not self.verbose else ""
+        raise click.ClickException(f"could not sync {root}: {self.seen[0]}{more}")
 
 
 def _create_missing(directory: Path) -> None:
@@ -82,10 +108,13 @@ def _create_missing(directory: Path) -> None:
     click.echo(f"Created {directory.absolute()}.", err=True)
 
 
-def _log_to_stderr(verbose: bool) -> logging.Handler:
+def _log_to_stderr(verbose: bool, quiet_warnings: bool = False) -> logging.Handler:
     # Warnings (conflicts, skipped files, restored wipes) are the person's only news of
-    # what the mirror decided, so they go to stderr even without -v.
+    # what the mirror decided, so they go to stderr even without -v; a one-off pass
+    # (``quiet_warnings``) sums them up in its one error line instead.
     handler = logging.StreamHandler(sys.stderr)
+    if quiet_warnings:
+        handler.setLevel(logging.ERROR)
     handler.setFormatter(logging.Formatter("memfs sync: %(message)s"))
     logger = logging.getLogger("memfs.sync")
     logger.addHandler(handler)

@@ -141,6 +141,9 @@ def import_cmd(
 
     if history and (prefix is not None or overwrite):
         raise click.UsageError("--history copies a whole store: no --prefix or --overwrite")
+    if not src.exists() and not src.is_symlink():
+        # Before the store is opened: a mistyped SRC must not create an empty store.
+        raise click.ClickException(f"cannot import {src}: there is nothing there")
     choice, rel = _choose(prefix, store_url)
     try:
         with open_store(choice.url) as store, _Bar("import", quiet) as bar:

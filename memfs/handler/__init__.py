@@ -218,7 +218,9 @@ class MemoryHandler:
             if exc.errno == errno.EDQUOT and isinstance(command, Mapping):
                 raw = command.get("path", command.get("new_path", "/memories"))
                 return Result(self._keeping.full(name, str(raw)), True)
-            log.warning("memory command %s failed on %s", name, self.root, exc_info=True)
+            # Expected (a read-only or full disk): the result tells the model, and a door
+            # such as `memfs tool` must not print a traceback beside it.
+            log.info("memory command %s failed on %s: %s", name, self.root, exc)
             return Result(strings.os_error(name, _os_reason(exc)), True)
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
