@@ -8,6 +8,7 @@ command that recovers or restarts it. A store with tree caps (``?max_tree_bytes=
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -101,24 +102,29 @@ def _health_notes(r: MountRecord) -> list[str]:
     return notes
 
 
-def _mounts() -> None:
+def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
+    """The mounts' table and notes, or (``out``) their JSON records added to ``out``."""
     from memfs.mount import daemon
 
     mounts = daemon.status()
     journals = daemon.left_over_journals()
     for url, n in journals.items():
         again = command("mount", "--store", shown_url(url))
+        if out is not None:
+            out["journals"].append({"store": shown_url(url), "journals": n, "recover": again})
+            continue
         click.echo(
             f"Writes a stopped memfs daemon acknowledged are waiting in {n} journal(s) for "
             f"{shown_url(url)}; mount that store again to save them: {again}"
         )
-    if not mounts:
+    if not mounts and out is None:
         click.echo("No memfs mounts.")
         return
     rows = [("MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG")]
-    notes = []
+    notes: list[str] = []
     for m in mounts:
         r = m.record
+        before = len(notes)
         if m.alive:
             state_text = "mounted" if m.mounted else "starting"
             files = "-" if m.files is None else str(m.files)
@@ -146,6 +152,24 @@ def _mounts() -> None:
                     else "nothing is left mounted."
                 )
             )
+        if out is not None:
+            out["mounts"].append(
+                {
+                    "mountpoint": r.mountpoint,
+                    "store": shown_url(r.store_url),
+                    "pid": r.pid,
+                    "state": state_text,
+                    "started": r.started,
+                    "files": m.files,
+                    "bytes": m.bytes,
+                    "max_files": m.max_files,
+                    "max_tree_bytes": m.max_tree_bytes,
+                    "max_file_bytes": m.max_file_bytes,
+                    "log": r.log_path,
+                    "notes": [n.removeprefix(f"{r.mountpoint}: ") for n in notes[before:]],
+                }
+            )
+            continue
         rows.append(
             (
                 r.mountpoint,
@@ -158,20 +182,23 @@ def _mounts() -> None:
                 r.log_path,
             )
         )
+    if out is not None:
+        return
     table(rows)
     for note in notes:
         click.echo(note)
 
 
-def _mirrors() -> None:
+def _mirrors(out: dict[str, list[dict[str, object]]] | None = None) -> None:
     from memfs.sync import running
 
     live, stale = running.scan()
     if not live and not stale:
         return  # nothing to say: most people never run a mirror
     rows = [("MIRROR", "STORE", "PID", "STATE", "SINCE")]
-    notes = []
+    notes: list[str] = []
     for record, alive in [(r, True) for r in live] + [(r, False) for r in stale]:
+        before = len(notes)
         rows.append(
             (
                 record.dir,
@@ -190,20 +217,33 @@ def _mirrors() -> None:
             notes.append(
                 f"{record.dir}: its mirror (pid {record.pid}) died; restart it with: {restart}"
             )
+        if out is not None:
+            out["mirrors"].append(
+                {
+                    "dir": record.dir,
+                    "store": shown_url(record.store_url),
+                    "pid": record.pid,
+                    "state": "syncing" if alive else "dead",
+                    "started": record.started,
+                    "notes": [n.removeprefix(f"{record.dir}: ") for n in notes[before:]],
+                }
+            )
+    if out is not None:
+        return
     click.echo()
     table(rows)
     for note in notes:
         click.echo(note)
 
 
-def _one_store(url: str) -> None:
+def _one_store(url: str, as_json: bool = False) -> None:
     from memfs.cli import stores
     from memfs.errors import StoreUnavailable
     from memfs.store import open_store
 
     choice = stores.choose(url)
+    stores.require_existing_store(choice)  # its message names the store already
     try:
-        stores.require_existing_store(choice)
         with open_store(choice.url) as store:
             usage = store.usage()
             caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
@@ -211,18 +251,37 @@ def _one_store(url: str) -> None:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+    if as_json:
+        record = {
+            "store": shown_url(choice.url),
+            "files": usage.files,
+            "dirs": usage.dirs,
+            "bytes": usage.bytes,
+            "max_files": caps[0],
+            "max_tree_bytes": caps[1],
+            "max_file_bytes": caps[2],
+        }
+        click.echo(json.dumps(record, ensure_ascii=False))
+        return
     line = caps_line(usage.files, usage.bytes, *caps)
     click.echo(f"{shown_url(choice.url)}: {usage.dirs} directories; caps: {line}")
 
 
 @click.command()
 @store_option("Show only this store's use against its caps (files, bytes, per file).")
-def status(store_url: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: mounts, mirrors, journals.")
+def status(store_url: str | None, as_json: bool) -> None:
     """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors,
     with use against the caps of each capped store."""
     try:
         if store_url is not None:
-            _one_store(store_url)
+            _one_store(store_url, as_json)
+            return
+        if as_json:
+            out: dict[str, list[dict[str, object]]] = {"mounts": [], "mirrors": [], "journals": []}
+            _mounts(out)
+            _mirrors(out)
+            click.echo(json.dumps(out, ensure_ascii=False))
             return
         _mounts()
         _mirrors()

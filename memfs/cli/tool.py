@@ -17,7 +17,9 @@ import click
 
 from memfs.cli.common import store_option
 from memfs.errors import MemfsError
+from memfs.program import command
 from memfs.secrets import DEFAULT_POLICY, POLICIES
+from memfs.store import shown_url
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024
 EXAMPLE = '{"command": "view", "path": "/memories"}'
@@ -101,7 +103,18 @@ def _open_handler(
     # Imported here so `memfs --help` and the other command groups stay light.
     from memfs.backing import store_behind
     from memfs.handler import MemoryHandler
+    from memfs.mount import state
 
+    if store_url is not None and state.lookup(root) is None:
+        # The handler works on ROOT's files: a store that does not show them would be
+        # checked for caps and told of views while the files it holds go untouched.
+        again = command("mount", str(root), "--store", shown_url(store_url))
+        click.echo(
+            f"memfs tool: not using --store: {root} is a plain directory, not a memfs mount"
+            f" of that store; mount it there first ({again}) to work on the store",
+            err=True,
+        )
+        store_url = None
     try:
         backing = store_behind(root, store_url)
     except MemfsError as err:
