@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from memfs.errors import TransferError
+from memfs.errors import Bomb, TransferError
 
 MemberKind = Literal["file", "dir", "link", "special"]
 Format = Literal["directory", "tar", "tar.gz", "zip"]
@@ -64,14 +64,6 @@ _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 RATIO_FLOOR = 16 * 1024 * 1024
 DEFAULT_MAX_RATIO = 250  # deflate's best is ~1,030:1; text trees compress 3-30:1
 _CHUNK = 1 << 20
-
-
-class Bomb(TransferError):
-    """A source that expands past the ratio limit: ``packed`` bytes read, ``out`` made."""
-
-    def __init__(self, message: str, *, packed: int, out: int) -> None:
-        super().__init__(message)
-        self.packed, self.out = packed, out
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,12 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from memfs.errors import ImportRefused, NotFound, TransferError
+from memfs.errors import Bomb, ImportRefused, NotFound, OverLimit, TransferError
 from memfs.history.author import author_for
 from memfs.history.formats import (
     DEFAULT_MAX_RATIO,
     WRITTEN,
-    Bomb,
     Format,
     Member,
     format_of,
@@ -102,10 +101,6 @@ def size_text(n: int) -> str:
             return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n:,} bytes"
-
-
-class OverLimit(TransferError):
-    """The source brings more than a :class:`Limits` allows; nothing was imported."""
 
 
 # What a damaged or truncated archive raises from the standard library's readers.
