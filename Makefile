@@ -50,6 +50,7 @@ bench: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_sync.py
 	$(BIN)/python scripts/bench_store.py
 	$(BIN)/python scripts/bench_search.py
+	$(BIN)/python scripts/bench_regex.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
