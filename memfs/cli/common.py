@@ -4,7 +4,7 @@ printing helpers (local times, sizes, tables)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +44,7 @@ def size_text(n: int | None) -> str:
     return f"{n} B"
 
 
-def table(rows: list[tuple[str, ...]]) -> None:
+def table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -92,7 +92,7 @@ class Guarded(io.RawIOBase):
     once its output passes ``max_ratio`` times what was read from ``raw``. Seeks forward
     read on through the guard; a seek backward rewinds the decompressor."""
 
-    def __init__(self, raw: IO[bytes], inner: IO[bytes], max_ratio: int, name: str) -> None:
+    def __init__(self, raw: IO[bytes], inner: io.BufferedIOBase, max_ratio: int, name: str) -> None:
         super().__init__()
         self.raw, self.inner, self.max_ratio, self.name = raw, inner, max_ratio, name
 
@@ -147,7 +147,7 @@ class Guarded(io.RawIOBase):
         super().close()
 
 
-def _decompressor(raw: IO[bytes]) -> IO[bytes] | None:
+def _decompressor(raw: IO[bytes]) -> io.BufferedIOBase | None:
     """The decompressing reader of ``raw`` by its magic bytes, or None for a plain tar."""
     magic = raw.read(6)
     raw.seek(0)

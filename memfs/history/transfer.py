@@ -317,7 +317,7 @@ def import_tree(
         _check_zip_entries(src, limits)
     if history:
         return _import_history(store, src, fmt, progress, limits)
-    root, kind = src, fmt
+    root, kind = src, str(fmt)
     if fmt == "directory":
         root, sdk = _sdk_root(src)
         kind = "SDK memory folder" if sdk else "directory"
@@ -360,6 +360,7 @@ class _Importer:
         self.author, self.progress, self.limits = author, progress, limits
         self.entries = 0
         self.declared = 0  # bytes the source's files declare so far
+        self.source: tuple[Path, Format] | None = None  # what run() reads, for messages
         self.problems: list[str] = []
         self.seen: set[str] = set()
         # Directory path -> whether this import made it (only those get the source's
@@ -368,6 +369,7 @@ class _Importer:
         self.dir_attrs: list[tuple[str, int | None, int | None]] = []
 
     def run(self, root: Path, fmt: Format, kind: str) -> ImportResult:
+        self.source = (root, fmt)
         result = ImportResult(kind)
         self.progress.start(None)
         with self.store.batch():
@@ -379,8 +381,6 @@ class _Importer:
                     self._one(member, result, sdk=kind == "SDK memory folder")
                 except Bomb as exc:
                     raise OverLimit(f"import refused, nothing was imported: {exc}") from exc
-                except _DAMAGE as exc:
-                    raise _damaged(root, fmt, exc) from exc
             if self.problems:
                 n = len(self.problems)
                 raise ImportRefused(
@@ -429,12 +429,20 @@ class _Importer:
         limit = self.limits.max_file_bytes
         parts: list[bytes] = []
         got = 0
-        with member.open() as f:
-            while chunk := f.read(min(_CHUNK, limit + 1 - got)):
-                parts.append(chunk)
-                got += len(chunk)
-                if got > limit:
-                    self._check_file_size(member.name, got)
+        try:
+            with member.open() as f:
+                while chunk := f.read(min(_CHUNK, limit + 1 - got)):
+                    parts.append(chunk)
+                    got += len(chunk)
+                    if got > limit:
+                        self._check_file_size(member.name, got)
+        except TransferError:
+            raise  # a limit, or a file swapped during the import: said as it is
+        except _DAMAGE as exc:
+            # Only the source's reading is judged here: a store's own failure (a full
+            # disk) is its own typed error, not a damaged archive.
+            assert self.source is not None
+            raise _damaged(*self.source, exc) from exc
         return b"".join(parts)
 
     def _refuse(self, name: str, why: str) -> None:
@@ -600,7 +608,11 @@ def _history_file(src: Path, fmt: Format, tmp: Path, limits: Limits) -> Path:
     if fmt == "directory":
         inside = src / HISTORY_NAME
         if inside.is_file() and not inside.is_symlink():
-            _copy_bounded(lambda: inside.open("rb"), out, limits)
+
+            def open_inside() -> IO[bytes]:
+                return inside.open("rb")
+
+            _copy_bounded(open_inside, out, limits)
             return out
     else:
         try:
