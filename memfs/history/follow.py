@@ -42,7 +42,7 @@ def _moved(change: Change, path: str) -> str | None:
     return None
 
 
-def _existed_before(store: Store, path: str, before_seq: int) -> bool:
+def existed_before(store: Store, path: str, before_seq: int) -> bool:
     """Whether something was at ``path`` just before change ``before_seq``: the nearest
     older record that names it says."""
     until = before_seq - 1
@@ -72,7 +72,7 @@ def segments(store: Store, path: str) -> list[Segment]:
             old = _moved(change, current)
             if old is None or change.rev is None:
                 continue
-            if change.path == current and _existed_before(store, current, change.seq):
+            if change.path == current and existed_before(store, current, change.seq):
                 continue  # renamed over a file: a save, whose history is the path's
             revs = [r.rev for r in _history(store, current) if r.rev <= change.rev]
             arrival = max(revs) if revs else change.rev

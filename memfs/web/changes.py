@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memfs.errors import NotFound
+from memfs.history.follow import existed_before
 from memfs.store.base import Change, Store
 from memfs.web.render import Diff, as_text, diff, sha256
 
@@ -77,7 +78,11 @@ def view(store: Store, change: Change, last_rev: int, limit: int) -> ChangeView:
     kind, path = change.kind, change.path
     if kind == "rename":
         title = f"renamed {change.old_path} → {path}"
-        return ChangeView(change, title, None, None, None, "content unchanged")
+        if change.rev is None or not existed_before(store, path, change.seq):
+            return ChangeView(change, title, None, None, None, "content unchanged")
+        # A file renamed over another (an atomic save): what the path held before and
+        # what arrived.
+        kind = "modify"
     if kind in ("mkdir", "rmdir", "attr", "symlink"):
         title = {
             "mkdir": "made directory",
@@ -102,6 +107,8 @@ def view(store: Store, change: Change, last_rev: int, limit: int) -> ChangeView:
         else:
             before = Side(None, None, None, gone=True)
     title = {"create": "created", "modify": "edited", "delete": "deleted"}[kind] + f" {path}"
+    if change.kind == "rename":
+        title = f"replaced {path} with {change.old_path}"
     if (before is not None and before.gone) or (after is not None and after.gone):
         return ChangeView(change, title, before, after, None, "content no longer retained")
     binary = any(d is not None and as_text(d) is None for d in (before_data, after_data))
