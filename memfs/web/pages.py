@@ -28,6 +28,7 @@ CHANGES_PAGE = 100  # changes of one operation shown per page, each with its dif
 DIFF_ROWS = 400  # rows of one change's diff on an operation's page
 COMPARE_ROWS = 20_000  # rows of a diff on its own page
 TEXT_CHARS = 2 * 1024 * 1024  # a file's text shown whole up to this
+MARKDOWN_CHARS = 256 * 1024  # longer Markdown is shown as text: rendering it takes seconds
 
 
 def site_of(request: Request) -> Site:
@@ -184,7 +185,8 @@ def tree(request: Request) -> Response:
     last = site.store.history(path, limit=1)[0]
     text = render.as_text(data)
     raw = request.query_params.get("raw") == "1"
-    markdown = not raw and text is not None and render.is_markdown(path)
+    renders = text is not None and render.is_markdown(path) and len(text) <= MARKDOWN_CHARS
+    markdown = not raw and renders
     cut = text is not None and len(text) > TEXT_CHARS
     return site.page(
         request,
@@ -197,7 +199,7 @@ def tree(request: Request) -> Response:
         text=text[:TEXT_CHARS] if text is not None else None,
         cut=cut,
         html=render.markdown(text) if markdown and text is not None else None,
-        can_render=text is not None and render.is_markdown(path),
+        can_render=renders,
         raw=raw,
         sha256=render.sha256(data),
         link=False,
