@@ -28,7 +28,9 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     ├── TransferError           an export or import that cannot be done as asked
     │   └── ImportRefused       ... the source holds what memfs would refuse (listed)
     ├── AgentError              the agent loop cannot start or go on
-    └── McpError                the MCP server cannot start (address, port, options)
+    ├── HttpError               an HTTP door (mcp --http, web) cannot listen as asked
+    ├── McpError                the MCP server cannot start (address, port, options)
+    └── WebError                memfs web cannot start or serve as asked
 """
 
 from __future__ import annotations
@@ -180,6 +182,14 @@ class ImportRefused(TransferError):
     def __init__(self, message: str, *, problems: list[str]) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class HttpError(MemfsError):
+    """An HTTP door cannot listen as asked (a bad address, a port in use); one line."""
+
+
+class WebError(MemfsError):
+    """``memfs web`` cannot start or serve as asked; the message says why in one line."""
 
 
 class McpError(MemfsError):

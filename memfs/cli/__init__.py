@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "expire": "expire",
     "search": "search",
     "mcp": "mcp",
+    "web": "web",
     "export": "transfer",
     "import": "transfer",
 }
