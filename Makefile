@@ -11,8 +11,9 @@ MOUNTPOINT ?=
 # Debian packages: fuse3 gives fusermount3 and libfuse3, libfuse2 keeps the libfuse 2
 # path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive;
 # ripgrep is a native baseline in scripts/bench_search.py; postgresql is the server the
-# PostgreSQL store's tests start throwaway clusters of. The script decides what is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql
+# PostgreSQL store's tests start throwaway clusters of; chromium is the browser the tests
+# of memfs web drive through Playwright. The script decides what is missing.
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium
 
 .PHONY: test run stop status lint bench system-deps venv clean
 

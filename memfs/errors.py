@@ -31,7 +31,9 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │   └── OverLimit           ... the source brings more than an import takes
     │       └── Bomb            ... it expands past the compression-ratio limit
     ├── AgentError              the agent loop cannot start or go on
-    └── McpError                the MCP server cannot start (address, port, options)
+    ├── HttpError               an HTTP door (mcp --http, web) cannot listen as asked
+    ├── McpError                the MCP server cannot start (address, port, options)
+    └── WebError                memfs web cannot start or serve as asked
 """
 
 from __future__ import annotations
@@ -197,6 +199,14 @@ class Bomb(OverLimit):
     def __init__(self, message: str, *, packed: int, out: int) -> None:
         super().__init__(message)
         self.packed, self.out = packed, out
+
+
+class HttpError(MemfsError):
+    """An HTTP door cannot listen as asked (a bad address, a port in use); one line."""
+
+
+class WebError(MemfsError):
+    """``memfs web`` cannot start or serve as asked; the message says why in one line."""
 
 
 class McpError(MemfsError):

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "expire": "expire",
     "search": "search",
     "mcp": "mcp",
+    "web": "web",
     "export": "transfer",
     "import": "transfer",
 }

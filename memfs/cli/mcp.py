@@ -15,7 +15,7 @@ import click
 from memfs.cli import stores
 from memfs.cli.common import store_option
 from memfs.cli.tool import handler_options
-from memfs.errors import McpError, MemfsError, MountError
+from memfs.errors import HttpError, McpError, MemfsError, MountError
 
 TOKEN_ENV = "MEMFS_MCP_TOKEN"
 
@@ -96,7 +96,7 @@ def mcp(
         if http_address is not None:
             try:
                 address = http.parse_address(http_address)
-            except McpError as exc:  # not HOST:PORT at all: a usage error, exit 2
+            except (HttpError, McpError) as exc:  # not HOST:PORT at all: usage, exit 2
                 raise click.UsageError(str(exc)) from exc
             if token is None and not http.is_loopback(address):
                 raise click.UsageError(
