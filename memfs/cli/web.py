@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing
+from memfs.cli.common import require_existing, store_option
 from memfs.errors import MemfsError, StoreUnavailable
 
 TOKEN_ENV = "MEMFS_WEB_TOKEN"
@@ -41,12 +41,9 @@ def _choose(store_url: str | None, root: Path | None) -> stores.StoreChoice:
 
 
 @click.command("web")
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="The store to show (default: the "
-    "mount the current directory is in, else $MEMFS_STORE or the user's store).",
+@store_option(
+    "The store to show (default: the "
+    "mount the current directory is in, else $MEMFS_STORE or the user's store)."
 )
 @click.option(
     "--root",

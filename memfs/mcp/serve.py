@@ -23,6 +23,7 @@ from mcp.server.stdio import stdio_server
 from memfs.httpserve import Uvicorn, until_signal
 from memfs.mcp.http import PATH, Address, Guard
 from memfs.mcp.server import MemoryServer
+from memfs.mcp.workers import STOP_GRACE
 
 
 class _Lines:
@@ -110,7 +111,9 @@ async def serve_http(
     """Serve streamable HTTP on ``sock`` (bound to ``address`` by :func:`bind`) until a
     signal comes."""
     port = sock.getsockname()[1]
-    web = Uvicorn(http_app(server, address, token))
+    # Half a second for requests in flight: an open event stream or a command still
+    # running must not hold SIGTERM (the workers get their own half second after).
+    web = Uvicorn(http_app(server, address, token), graceful_seconds=STOP_GRACE)
     async with server.running(), anyio.create_task_group() as tasks:
 
         async def serve() -> None:
