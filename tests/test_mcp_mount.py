@@ -230,3 +230,28 @@ def test_store_url_mounts_privately_and_sigterm_unmounts_it(
         data, _ = store.read("x.md")
         assert data == b"kept\n"
         assert [r.author for r in store.history("x.md")] == ["mcp:dave"]
+
+
+def test_clients_are_told_apart_by_their_whole_names(memfs_mount: MountHandle) -> None:
+    """The kernel keeps 15 bytes of a thread name; the actor keeps the whole client name."""
+    names = ["check-client-a", "check-client-b", "a-client-with-a-rather-long-name \x07bell"]
+
+    async def run() -> None:
+        for i, name in enumerate(names):
+            args = ["--root", str(memfs_mount.mountpoint)]
+            async with stdio_client(args, name=name) as (client, _):
+                done = await client.call_tool(
+                    "memory",
+                    {"command": "create", "path": f"/memories/c{i}.md", "file_text": "x\n"},
+                )
+                assert not done.is_error, text_of(done)
+
+    anyio.run(run)
+    store = memfs_mount.store()
+    actors = [store.history(f"c{i}.md")[0].author for i in range(len(names))]
+    # A control character a client sends becomes a space: an actor is one printable line.
+    assert actors == [
+        "mcp:check-client-a",
+        "mcp:check-client-b",
+        "mcp:a-client-with-a-rather-long-name  bell",
+    ]

@@ -1,0 +1,68 @@
+"""Actors are stated, not guessed: one rule for a name, refused with one line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memfs.actors import MAX_ACTOR_BYTES, check_actor, clean_actor
+from memfs.errors import ActorError
+from memfs.handler import MemoryHandler
+
+MEMFS = str(Path(sys.executable).with_name("memfs"))
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("", "non-empty"),
+        ("   ", "non-empty"),
+        ("agent\nplanner", "U+000A"),
+        ("bell\x07", "U+0007"),
+        ("bidi\u202e", "U+202E"),
+        ("é" * 101, f"longer than {MAX_ACTOR_BYTES} bytes"),
+    ],
+)
+def test_a_name_no_change_may_carry_is_refused_with_why(name: str, why: str) -> None:
+    with pytest.raises(ActorError, match=re.escape(why)):
+        check_actor(name)
+    with pytest.raises(ActorError):
+        MemoryHandler("/tmp", actor=name)
+
+
+def test_printable_names_pass_as_they_are() -> None:
+    for name in ("agent", "agent:planner", "mcp:Claude Code 🤖", "x" * MAX_ACTOR_BYTES):
+        assert check_actor(name) == name
+
+
+def test_a_client_chosen_name_is_made_usable() -> None:
+    assert clean_actor("a\tb\x00c", "client", prefix="mcp:") == "mcp:a b c"
+    assert clean_actor("\x01\x02", "client", prefix="mcp:") == "mcp:client"
+    long = clean_actor("é" * 300, "client", prefix="mcp:")
+    assert len(long.encode()) <= MAX_ACTOR_BYTES and check_actor(long) == long
+
+
+@pytest.mark.parametrize("bad", ["bad\x01name", "x" * 201])
+def test_tool_refuses_a_bad_actor_with_one_line(tmp_path: Path, bad: str) -> None:
+    done = subprocess.run(
+        [
+            MEMFS,
+            "tool",
+            "--root",
+            str(tmp_path),
+            "--actor",
+            bad,
+            '{"command": "view", "path": "/memories"}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr
+    assert lines[-1].startswith("Error: Invalid value for '--actor'"), done.stderr
