@@ -179,6 +179,18 @@ class Change:
     # The content this change left at ``path`` (create, modify, a file's rename).
     size: int | None = None
     sha256: str | None = None
+    # The operation the change belongs to (None: written before the operation log).
+    op: int | None = None
+    # The entry's mode after the change (and a symlink's target), where it has one.
+    mode: int | None = None
+    target: str | None = None
+    # What was at ``path`` just before the change (a rename: the destination it
+    # replaced); ``prior_kind`` None: nothing was there.
+    prior_kind: EntryKind | None = None
+    prior_sha256: str | None = None
+    prior_size: int | None = None
+    prior_mode: int | None = None
+    prior_target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
