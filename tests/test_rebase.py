@@ -87,3 +87,13 @@ def test_edits_of_one_line_conflict_even_on_different_bytes() -> None:
 
 def test_an_edit_of_the_last_line_and_an_append_merge() -> None:
     assert merge3(b"a\nb\n", b"a\nB\n", b"a\nb\nc\n") == b"a\nB\nc\n"
+
+
+def test_text_put_in_front_of_one_line_by_both_sides_conflicts() -> None:
+    # Found by the mirror's tests: such insertions once spliced into one line.
+    assert merge3(b"title\nbody\n", b"person's title\nbody\n", b"agent's title\nbody\n") is None
+    assert merge3(b"a\nb\n", b"Xa\nb\n", b"Y\nb\n") is None
+
+
+def test_whole_lines_inserted_at_one_boundary_both_go_in() -> None:
+    assert merge3(b"a\nb\n", b"a\nmine\nb\n", b"a\ntheirs\nb\n") == b"a\ntheirs\nmine\nb\n"

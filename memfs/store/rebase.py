@@ -86,25 +86,28 @@ def merge3(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
         return ours
     o_start, o_end, o_new = _region(base, ours)
     t_start, t_end, t_new = _region(base, theirs)
-    if _overlap(base, (o_start, o_end), (t_start, t_end)):
-        return None
     mine, yours = ours[o_start:o_new], theirs[t_start:t_new]
+    if _overlap(base, (o_start, o_end, mine), (t_start, t_end, yours)):
+        return None
     if t_end <= o_start:  # theirs first (also both inserting at the same place)
         return base[:t_start] + yours + base[t_end:o_start] + mine + base[o_end:]
     return base[:o_start] + mine + base[o_end:t_start] + yours + base[t_end:]
 
 
-def _lines(base: bytes, start: int, end: int) -> tuple[int, int]:
-    """The whole lines of ``base`` a change of ``base[start:end]`` touches; an insertion
-    at a line boundary or at the end (an append) touches none: it stays a point."""
-    if start == end and (start in (0, len(base)) or base[start - 1 : start] == b"\n"):
+def _lines(base: bytes, start: int, end: int, new: bytes) -> tuple[int, int]:
+    """The whole lines of ``base`` a change of ``base[start:end]`` into ``new`` touches.
+    Whole new lines inserted at a line boundary, or anything added at the end (an
+    append), touch none: the change stays a point. Text put in front of a line touches
+    that line (two such insertions would splice into one line)."""
+    at_boundary = start == 0 or base[start - 1 : start] == b"\n"
+    if start == end and (start == len(base) or (at_boundary and new.endswith(b"\n"))):
         return start, start
     first = base.rfind(b"\n", 0, start) + 1
     last = base.find(b"\n", max(end - 1, start))
     return first, len(base) if last < 0 else last + 1
 
 
-def _overlap(base: bytes, a: tuple[int, int], b: tuple[int, int]) -> bool:
+def _overlap(base: bytes, a: tuple[int, int, bytes], b: tuple[int, int, bytes]) -> bool:
     (a0, a1), (b0, b1) = _lines(base, *a), _lines(base, *b)
     if a0 == a1 and b0 == b1:
         return False  # two insertions at line boundaries: both go in
