@@ -237,11 +237,11 @@ def test_a_damaged_state_costs_a_rescan_not_data(
 def test_disk_replace_and_remove_refuse_unexpected_content(tmp_path: Path) -> None:
     disk = Disk(tmp_path, 1 << 20)
     (tmp_path / "f.md").write_bytes(b"the person's")
-    st, displaced = disk.replace("f.md", b"new", expected_sha=sha256(b"something else"))
-    assert st is None and displaced is None
+    assert disk.replace("f.md", b"new", expected_sha=sha256(b"something else")) is None
     assert (tmp_path / "f.md").read_bytes() == b"the person's"
-    st, _ = disk.replace("f.md", b"new", expected_sha=None)  # must be absent: it is not
-    assert st is None and (tmp_path / "f.md").read_bytes() == b"the person's"
+    # Must be absent: it is not.
+    assert disk.replace("f.md", b"new", expected_sha=None) is None
+    assert (tmp_path / "f.md").read_bytes() == b"the person's"
     assert not disk.remove("f.md", sha256(b"something else"))
     assert (tmp_path / "f.md").read_bytes() == b"the person's"
     assert disk.remove("f.md", sha256(b"the person's"))
@@ -328,14 +328,14 @@ def test_pushes_whose_state_save_was_lost_are_not_conflicts(sync_rig: SyncRig) -
 
 LEASE_PROBE = """
 import os, sys, time
-from memfs.sync.disk import _open_for_writing
+from memfs.sync.leases import open_for_writing
 path = sys.argv[1]
 end = time.monotonic() + 1.0
 checks = 0
 while time.monotonic() < end:
     fd = os.open(path, os.O_RDONLY)
     try:
-        _open_for_writing(fd)
+        open_for_writing(fd)
     finally:
         os.close(fd)
     checks += 1

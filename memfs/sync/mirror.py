@@ -28,7 +28,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.store.base import Entry, Store
-from memfs.sync.disk import Disk, LocalFile, sha256
+from memfs.sync.disk import Busy, Disk, LocalFile, sha256
 from memfs.sync.look import Look, Looker, Skip
 from memfs.sync.merge import Action, Version, decide, is_wipe
 from memfs.sync.names import conflict_name, ignored_path, refused_path
@@ -184,12 +184,16 @@ class Engine(Looker):
             self.capped.discard(look.path)
         except (Conflict, AlreadyExists):
             self.again.add(look.path)  # the store moved under us: decide again
+        except Busy:
+            # Open for writing: replacing or removing it now would lose what the writer
+            # writes next. Looked at again once quiet, and it is read only once closed.
+            self.later[look.path] = time.monotonic() + max(self.settle_ns / 1e9, 0.01)
         except DirectoryNotEmpty:
             # Its children are still being decided (a delete not yet corroborated, or new
             # ones to pull); come back when they are.
             self.later[look.path] = time.monotonic() + 2 * self.delete_grace
         except TooLarge as e:
-            key = ("too-large", look.local.sha256 if look.local else None)
+            key: tuple[object, ...] = ("too-large", look.local.sha256 if look.local else None)
             self.warn_once(look.path, key, "not syncing %s: %s", look.path, e)
         except CapExceeded as e:
             # The person's file stays as it is on disk; it goes in once there is room.
@@ -314,13 +318,16 @@ class Engine(Looker):
                 return
         data = look.remote_data
         expected = look.local.sha256 if look.local is not None else None
-        st, displaced = self.disk.replace(path, data, expected, mode=entry.mode or 0o600)
-        if st is None:
+        done = self.disk.replace(path, data, expected, mode=entry.mode or 0o600)
+        if done is None:
             self.again.add(path)  # the person saved meanwhile: decide again
             return
-        if displaced is not None:
-            self._keep_local_copy(path, displaced)
-        look.local, look.local_file = Version.file(sha256(data)), LocalFile(data, sha256(data), st)
+        if done.displaced is not None:
+            self._keep_local_copy(path, done.displaced)
+        look.local, look.local_file = (
+            Version.file(sha256(data)),
+            LocalFile(data, sha256(data), done.st),
+        )
         self._record(look)
         self._record_parents(path)
 
@@ -438,9 +445,10 @@ class Engine(Looker):
         """Keep ``data`` (the DIR side's version of ``path``) as a conflict copy: first on
         disk, so it is safe before anything else happens, then in the store."""
         copy = copy or self._copy_path(path)
-        st, _ = self.disk.replace(copy, data, None)
+        done = self.disk.replace(copy, data, None)
         new = self.store.write(copy, data, author=self.author, expected_rev=0, parents=True)
-        if st is not None:
+        if done is not None:
+            st = done.st
             self.state.entries[copy] = Record(
                 "file", new.rev, sha256(data), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
             )
