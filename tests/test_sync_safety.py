@@ -17,7 +17,7 @@ import pytest
 from memfs.errors import SyncError
 from memfs.store import open_store
 from memfs.sync import Mirror
-from memfs.sync.disk import Disk, sha256
+from memfs.sync.disk import Busy, Disk, sha256
 from tests.fixtures.sync import SyncRig, wait_for
 
 AGENT = "agent"
@@ -246,6 +246,36 @@ def test_disk_replace_and_remove_refuse_unexpected_content(tmp_path: Path) -> No
     assert (tmp_path / "f.md").read_bytes() == b"the person's"
     assert disk.remove("f.md", sha256(b"the person's"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_leaves_a_file_open_for_writing_alone(tmp_path: Path) -> None:
+    disk = Disk(tmp_path, 1 << 20)
+    path = tmp_path / "f.md"
+    path.write_bytes(b"old")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        with pytest.raises(Busy):
+            disk.replace("f.md", b"new", expected_sha=sha256(b"old"))
+        with pytest.raises(Busy):
+            disk.remove("f.md", sha256(b"old"))
+        os.write(fd, b" and more")  # still the file the writer opened
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"old and more"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.md"]  # no temp or aside left
+    done = disk.replace("f.md", b"new", expected_sha=sha256(b"old and more"))
+    assert done is not None and done.before == b"old and more" and done.displaced is None
+    assert path.read_bytes() == b"new"
+
+
+def test_disk_replace_refuses_a_file_that_became_a_symlink(tmp_path: Path) -> None:
+    disk = Disk(tmp_path, 1 << 20)
+    (tmp_path / "target.md").write_bytes(b"old")
+    (tmp_path / "f.md").symlink_to("target.md")
+    assert disk.replace("f.md", b"new", expected_sha=sha256(b"old")) is None
+    assert (tmp_path / "f.md").is_symlink() and (tmp_path / "target.md").read_bytes() == b"old"
+    assert not disk.remove("f.md", sha256(b"old"))
+    assert (tmp_path / "f.md").is_symlink()
 
 
 def test_stop_flushes_a_pending_edit(sync_rig: SyncRig) -> None:

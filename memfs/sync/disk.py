@@ -177,7 +177,10 @@ class Disk:
     ) -> Replaced | None:
         """Rename ``tmp`` over ``final`` (whose old file is also at ``aside``) if the old
         file holds ``expected_sha``; then look at the old file a last time."""
-        fd = os.open(aside, _READ_FLAGS)
+        try:
+            fd = os.open(aside, _READ_FLAGS)
+        except OSError:
+            return None  # no longer a regular file (a symlink now): decide again
         try:
             with leases.held(fd) as writer_waits:
                 before = _read_all(fd)
