@@ -1,4 +1,5 @@
-"""The pure parts of the mirror: the three-way decision table, the wipe rule, names."""
+"""The pure parts of the mirror: the three-way decision table, the merge of two edits,
+the wipe rule, names."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memfs.paths import name_problem
-from memfs.sync.merge import Action, Version, decide, is_wipe
+from memfs.store import rebase
+from memfs.sync import names
+from memfs.sync.merge import Action, Version, decide, is_wipe, merge_files
 from memfs.sync.names import conflict_name, ignored_name, ignored_path, refused_path
 
 A = Version.file("a" * 64)
@@ -22,7 +25,7 @@ MATRIX = [
     pytest.param(A, A, A, Action.NOTHING, id="untouched"),
     pytest.param(A, B, A, Action.PUSH, id="local-edit"),
     pytest.param(A, A, B, Action.PULL, id="remote-edit"),
-    pytest.param(A, B, C, Action.CONFLICT, id="both-edit-differently"),
+    pytest.param(A, B, C, Action.MERGE, id="both-edit-differently"),
     pytest.param(A, B, B, Action.RECORD, id="both-edit-identically"),
     pytest.param(A, None, A, Action.DELETE_REMOTE, id="local-delete"),
     pytest.param(A, A, None, Action.DELETE_LOCAL, id="remote-delete"),
@@ -44,7 +47,10 @@ MATRIX = [
     pytest.param(None, D, D, Action.RECORD, id="dir-both-new"),
     # A file became a directory on one side while the other changed the file.
     pytest.param(A, D, B, Action.CONFLICT, id="kind-clash"),
+    pytest.param(A, B, D, Action.CONFLICT, id="kind-clash-remote"),
     pytest.param(A, A, D, Action.PULL, id="remote-file-to-dir"),
+    # Files where the base was a directory: nothing to merge against.
+    pytest.param(D, A, B, Action.CONFLICT, id="dir-became-two-files"),
 ]
 
 
@@ -85,6 +91,88 @@ def test_decide_is_symmetric(
     }
     action = decide(base, local, remote)
     assert decide(base, remote, local) is mirrored.get(action, action)
+
+
+def test_only_two_edits_of_a_shared_file_merge() -> None:
+    # Every other pair of changes is a plain push/pull or, with no base, a conflict.
+    for base in (None, A, D):
+        for local in (None, A, B, C, D):
+            for remote in (None, A, B, C, D):
+                action = decide(base, local, remote)
+                shared_file = base == A and local not in (None, D, A) and remote not in (None, D, A)
+                assert (action is Action.MERGE) == (shared_file and local != remote)
+
+
+# (base, local, remote) -> the merge: the person's edit and the store's in one file.
+MERGES = [
+    pytest.param(b"a\n", b"a\nd1\n", b"a\nm1\n", b"a\nm1\nd1\n", id="appends-store-first"),
+    pytest.param(b"", b"d1\nd2\n", b"m1\nm2\nm3\n", b"m1\nm2\nm3\nd1\nd2\n", id="appends-to-empty"),
+    pytest.param(b"1\n2\n3\n", b"1\nX\n3\n", b"1\n2\nY\n", b"1\nX\nY\n", id="different-lines"),
+    pytest.param(b"a\n", b"top\na\n", b"a\nend\n", b"top\na\nend\n", id="insert-at-top-and-append"),
+    pytest.param(b"a\nb\nc\n", b"a\nc\n", b"a\nb\nc\nd\n", b"a\nc\nd\n", id="delete-and-append"),
+    pytest.param(b"a\n", b"a\nsame\n", b"a\nsame\n", b"a\nsame\n", id="the-same-append"),
+    pytest.param(b"title\nbody\n", b"mine\nbody\n", b"theirs\nbody\n", None, id="one-line-twice"),
+    # Text put before one line's start by both, or before it by one while the other
+    # rewrote it: one line changed twice, not two changes to splice.
+    pytest.param(
+        b"title\nbody\n",
+        b"person's title\nbody\n",
+        b"agent's title\nbody\n",
+        None,
+        id="one-line-start-twice",
+    ),
+    pytest.param(b"a\nb\n", b"Xa\nb\n", b"Y\nb\n", None, id="one-line-start-and-rewrite"),
+    pytest.param(b"a\nb\n", b"Xa\nb\n", b"a\nY\n", b"Xa\nY\n", id="line-start-and-other-line"),
+    # Bytes past the end are appends, as two O_APPEND writers' are on a local disk.
+    pytest.param(b"a\nb", b"a\nbX", b"a\nbY", b"a\nbYX", id="appends-to-an-unfinished-line"),
+    pytest.param(b"a\nbc", b"a\nXc", b"a\nbY", None, id="edit-and-append-on-one-line"),
+    pytest.param(None, b"mine\n", b"theirs\n", None, id="no-base"),
+]
+
+
+@pytest.mark.parametrize(("base", "local", "remote", "expected"), MERGES)
+def test_merge_files(
+    base: bytes | None, local: bytes, remote: bytes, expected: bytes | None
+) -> None:
+    assert merge_files(base, local, remote) == expected
+
+
+lines = st.lists(st.text("abc", min_size=1, max_size=3).map(lambda t: t + "\n"), max_size=6)
+
+
+@given(base=lines, mine=lines, theirs=lines)
+def test_appends_on_both_sides_keep_both_tails_the_stores_first(
+    base: list[str], mine: list[str], theirs: list[str]
+) -> None:
+    def text(parts: list[str]) -> bytes:
+        return "".join(parts).encode()
+
+    merged = merge_files(text(base), text(base + mine), text(base + theirs))
+    if mine == theirs:
+        assert merged == text(base + mine)  # one change made on both sides, kept once
+    else:
+        assert merged == text(base + theirs + mine)
+
+
+@given(
+    base=st.lists(st.text("xyz", min_size=1, max_size=3), min_size=2, max_size=8), data=st.data()
+)
+def test_edits_of_different_lines_both_apply(base: list[str], data: st.DataObject) -> None:
+    i = data.draw(st.integers(0, len(base) - 1))
+    j = data.draw(st.integers(0, len(base) - 1).filter(lambda j: abs(j - i) >= 1))
+    mine, theirs, both = list(base), list(base), list(base)
+    mine[i] = both[i] = "MINE"
+    theirs[j] = both[j] = "THEIRS"
+
+    def text(parts: list[str]) -> bytes:
+        return "".join(p + "\n" for p in parts).encode()
+
+    assert merge_files(text(base), text(mine), text(theirs)) == text(both)
+
+
+def test_one_conflict_name_for_every_writer() -> None:
+    # The mirror names its copies as the mount does: one definition, in the store layer.
+    assert names.conflict_name is rebase.conflict_name
 
 
 @pytest.mark.parametrize(

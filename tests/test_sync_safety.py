@@ -17,7 +17,7 @@ import pytest
 from memfs.errors import SyncError
 from memfs.store import open_store
 from memfs.sync import Mirror
-from memfs.sync.disk import Disk, sha256
+from memfs.sync.disk import Busy, Disk, sha256
 from tests.fixtures.sync import SyncRig, wait_for
 
 AGENT = "agent"
@@ -237,15 +237,45 @@ def test_a_damaged_state_costs_a_rescan_not_data(
 def test_disk_replace_and_remove_refuse_unexpected_content(tmp_path: Path) -> None:
     disk = Disk(tmp_path, 1 << 20)
     (tmp_path / "f.md").write_bytes(b"the person's")
-    st, displaced = disk.replace("f.md", b"new", expected_sha=sha256(b"something else"))
-    assert st is None and displaced is None
+    assert disk.replace("f.md", b"new", expected_sha=sha256(b"something else")) is None
     assert (tmp_path / "f.md").read_bytes() == b"the person's"
-    st, _ = disk.replace("f.md", b"new", expected_sha=None)  # must be absent: it is not
-    assert st is None and (tmp_path / "f.md").read_bytes() == b"the person's"
+    # Must be absent: it is not.
+    assert disk.replace("f.md", b"new", expected_sha=None) is None
+    assert (tmp_path / "f.md").read_bytes() == b"the person's"
     assert not disk.remove("f.md", sha256(b"something else"))
     assert (tmp_path / "f.md").read_bytes() == b"the person's"
     assert disk.remove("f.md", sha256(b"the person's"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_leaves_a_file_open_for_writing_alone(tmp_path: Path) -> None:
+    disk = Disk(tmp_path, 1 << 20)
+    path = tmp_path / "f.md"
+    path.write_bytes(b"old")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        with pytest.raises(Busy):
+            disk.replace("f.md", b"new", expected_sha=sha256(b"old"))
+        with pytest.raises(Busy):
+            disk.remove("f.md", sha256(b"old"))
+        os.write(fd, b" and more")  # still the file the writer opened
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"old and more"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.md"]  # no temp or aside left
+    done = disk.replace("f.md", b"new", expected_sha=sha256(b"old and more"))
+    assert done is not None and done.before == b"old and more" and done.displaced is None
+    assert path.read_bytes() == b"new"
+
+
+def test_disk_replace_refuses_a_file_that_became_a_symlink(tmp_path: Path) -> None:
+    disk = Disk(tmp_path, 1 << 20)
+    (tmp_path / "target.md").write_bytes(b"old")
+    (tmp_path / "f.md").symlink_to("target.md")
+    assert disk.replace("f.md", b"new", expected_sha=sha256(b"old")) is None
+    assert (tmp_path / "f.md").is_symlink() and (tmp_path / "target.md").read_bytes() == b"old"
+    assert not disk.remove("f.md", sha256(b"old"))
+    assert (tmp_path / "f.md").is_symlink()
 
 
 def test_stop_flushes_a_pending_edit(sync_rig: SyncRig) -> None:
@@ -328,14 +358,14 @@ def test_pushes_whose_state_save_was_lost_are_not_conflicts(sync_rig: SyncRig) -
 
 LEASE_PROBE = """
 import os, sys, time
-from memfs.sync.disk import _open_for_writing
+from memfs.sync.leases import open_for_writing
 path = sys.argv[1]
 end = time.monotonic() + 1.0
 checks = 0
 while time.monotonic() < end:
     fd = os.open(path, os.O_RDONLY)
     try:
-        _open_for_writing(fd)
+        open_for_writing(fd)
     finally:
         os.close(fd)
     checks += 1

@@ -12,8 +12,14 @@ host) changes the store. The mirror keeps both equal:
   instead, :mod:`memfs.sync.push`, and the poll is a 1 s safety net); changed paths
   are written into DIR atomically and checked, see :mod:`memfs.sync.disk`. memfs's
   own writes are recognised by content hash and never echoed back.
-- Every decision is the pure table in :mod:`memfs.sync.merge`; conflicts keep both
-  versions (``name.conflict-YYYYmmdd-HHMMSS-local.ext`` beside the store's).
+- Every decision is the pure table in :mod:`memfs.sync.merge`. Edits on both sides
+  merge by the rules every writer of the store follows (:mod:`memfs.store.rebase`:
+  appends keep both tails, the store's first; edits of different lines both apply);
+  a real conflict keeps both versions, the person's as one conflict copy
+  (``name.conflict-YYYYmmdd-HHMMSS-local.ext`` beside the store's) updated while the
+  conflict lasts (:mod:`memfs.sync.both`).
+- A file someone holds open for writing in DIR is never replaced or removed under
+  them (:mod:`memfs.sync.leases`).
 - Deletions in DIR are corroborated: a path must stay missing for ``delete_grace``
   (default 250 ms) with no other file vanishing meanwhile; a batch removing at least 3
   files and more than half the tree, or DIR itself deleted/replaced (its inode
@@ -30,8 +36,10 @@ host) changes the store. The mirror keeps both equal:
   from a backup) is merged afresh instead, so its missing files are not deletions.
 - The sync state (:mod:`memfs.sync.state`) is kept outside DIR and saved at most once a
   second and on stop; restarting after a kill re-scans both sides and converges: equal
-  content on both sides is simply recorded, and a store head written by this mirror
-  (its author) counts as a base DIR may have moved on from, not as a remote edit.
+  content on both sides is simply recorded, a store head written by this mirror (its
+  author) counts as a base DIR may have moved on from, not as a remote edit, and
+  edits on both sides of a path not synced since are kept as a conflict copy rather
+  than merged against a base that may lag.
 - Stopping (``stop()``, SIGTERM, Ctrl-C) flushes pending paths and rescans DIR once, so
   an edit whose event was still in watchdog's queue is not lost.
 
@@ -193,15 +201,22 @@ class Mirror:
                 delete_grace=self._delete_grace,
                 settle=self.debouncer.quiet,
             )
+            if self.state.clean:
+                # From here on the record may lag the work, until the stop saves it clean.
+                self.state.clean = False
+                self.state_file.save(self.state)
             if not self._check_root():
                 raise SyncError(f"cannot sync {self.root}: it does not exist")
             self._recover_leftovers()
             if not once:
                 self._watch()
+            stopped = False
             try:
                 self._loop(once, on_ready)
+                stopped = True
             finally:
                 self._unwatch()
+                self.state.clean = stopped
                 self.state_file.save(self.state)
         finally:
             self.state_file.unlock()

@@ -1,53 +1,36 @@
 """The mirror's side of DIR: stable reads, atomic replaces and checked deletes.
 
 Every change memfs makes in DIR is atomic and *checked*: content is written to a hidden
-``.memfs-tmp-*`` file and renamed into place, and the file it replaces is first
-hard-linked aside (``.memfs-aside-*``) so that, if a person saved between the mirror's
-decision and its rename, their content is still there to be kept as a conflict copy.
-Nothing here ever destroys bytes it has not just compared with what it expected.
+``.memfs-tmp-*`` file and renamed into place; the file it replaces is first hard-linked
+aside (``.memfs-aside-*``, so a kill leaves it recoverable) and compared with what the
+caller expected while a read lease keeps writers out (:mod:`memfs.sync.leases`). A save
+that still reached the old file (a writer that opened it in the last instant) is handed
+back to the caller as *displaced*, to be merged or kept. A file someone has open for
+writing is neither replaced nor removed (:class:`Busy`): its next writes would go to a
+file no longer in DIR. Nothing here ever destroys bytes it has not just compared with
+what it expected.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import os
 import secrets
-import signal
 import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from memfs.sync import leases
+from memfs.sync.leases import Busy
 from memfs.sync.names import ASIDE_PREFIX, TEMP_PREFIX, ignored_name
 
+__all__ = ["Busy", "Disk", "LocalFile", "Oversize", "Replaced", "Unstable", "sha256"]
 
-def _open_for_writing(fd: int) -> bool:
-    """True if some process still has the file open for writing.
-
-    Quiet time alone cannot tell: a writer paused between truncating and writing leaves
-    an empty file that looks settled. Linux refuses a read lease exactly while the file
-    is open for writing anywhere; where leases are unavailable (another owner without
-    CAP_LEASE, a file system without them) this says False and the stability checks
-    stand alone.
-    """
-    setlease = getattr(fcntl, "F_SETLEASE", None)
-    setsig = getattr(fcntl, "F_SETSIG", None)
-    if setlease is None or setsig is None:
-        return False
-    try:
-        # A writer opening the file while we hold the lease makes the kernel signal us,
-        # by default with SIGIO, which would end the process: SIGURG is ignored unless
-        # someone handles it.
-        fcntl.fcntl(fd, setsig, signal.SIGURG)
-        fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
-    except OSError as e:
-        return e.errno == errno.EAGAIN
-    fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
-    return False
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 class Unstable(Exception):
@@ -65,6 +48,17 @@ class LocalFile:
     data: bytes
     sha256: str
     st: os.stat_result
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """What :meth:`Disk.replace` did. ``st``: the new file's stat; ``before``: the
+    content it replaced (None: the name was free); ``displaced``: a save that reached the
+    old file after it was checked, which the caller must keep (None: there was none)."""
+
+    st: os.stat_result
+    before: bytes | None = None
+    displaced: bytes | None = None
 
 
 def sha256(data: bytes) -> str:
@@ -97,7 +91,7 @@ class Disk:
         ``min_age_ns``: also refuse (Unstable) a file modified more recently than this,
         for scans that have no event telling them a write just finished.
         """
-        fd = os.open(self.abs(rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(self.abs(rel), _READ_FLAGS)
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
@@ -106,7 +100,7 @@ class Disk:
                 raise Oversize(before.st_size)
             if min_age_ns and time.time_ns() - before.st_mtime_ns < min_age_ns:
                 raise Unstable(rel)
-            if _open_for_writing(fd):
+            if leases.open_for_writing(fd):
                 raise Unstable(rel)
             chunks = []
             while chunk := os.read(fd, 1 << 20):
@@ -142,13 +136,11 @@ class Disk:
 
     def replace(
         self, rel: str, data: bytes, expected_sha: str | None, mode: int = 0o600
-    ) -> tuple[os.stat_result | None, bytes | None]:
+    ) -> Replaced | None:
         """Put ``data`` at ``rel`` if the file there still has ``expected_sha`` (None:
-        still absent).
-
-        Returns ``(stat, displaced)``. ``stat`` is None when the file was not as expected
-        (nothing changed; decide again). ``displaced`` is content a person wrote in the
-        instant between check and rename: it was replaced, and the caller must keep it.
+        the name is still free). None when it was not as expected: nothing changed,
+        decide again. Busy while someone has the file open for writing: its next
+        writes would go to a file no longer in DIR (see :mod:`memfs.sync.leases`).
         """
         final = self.abs(rel)
         parent = os.path.dirname(final)
@@ -164,29 +156,61 @@ class Disk:
                 try:
                     os.link(tmp, final)
                 except FileExistsError:
-                    return None, None
-                return self._final_stat(final, st), None
+                    return None
+                return Replaced(self._final_stat(final, st))
             aside = self._temp(parent, ASIDE_PREFIX, os.path.basename(final))
             try:
                 os.link(final, aside)
             except FileNotFoundError:
-                return None, None
+                return None
             try:
-                if sha256(self.read_path(aside)) != expected_sha:
-                    return None, None
-                os.rename(tmp, final)
-                tmp = ""
-                # A save that landed between the check and the rename went to the inode
-                # now only reachable as ``aside``: compare again and hand it back.
-                after = self.read_path(aside)
-                displaced = after if sha256(after) != expected_sha else None
-                return self._final_stat(final, st), displaced
+                return self._swap(final, aside, tmp, st, expected_sha)
             finally:
-                os.unlink(aside)
-        finally:
-            if tmp:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+                    os.unlink(aside)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # still there unless it was renamed into place
+
+    def _swap(
+        self, final: str, aside: str, tmp: str, st: os.stat_result, expected_sha: str
+    ) -> Replaced | None:
+        """Rename ``tmp`` over ``final`` (whose old file is also at ``aside``) if the old
+        file holds ``expected_sha``; then look at the old file a last time."""
+        try:
+            fd = os.open(aside, _READ_FLAGS)
+        except OSError:
+            return None  # no longer a regular file (a symlink now): decide again
+        try:
+            with leases.held(fd) as writer_waits:
+                before = _read_all(fd)
+                if sha256(before) != expected_sha:
+                    return None
+                if writer_waits():
+                    raise Busy(final)  # let it write to the file it opened, in DIR
+                os.rename(tmp, final)
+            # A writer that opened the old file in the last instant writes there now:
+            # let it finish, then read what it left.
+            if not leases.wait_closed(fd) and self._put_back(aside, final, st):
+                # It keeps the old file open (a logger, ``exec 3>>``): its writes must
+                # stay in DIR, so the old file is back under its name instead.
+                return None
+            after = _read_all(fd)
+        finally:
+            os.close(fd)
+        return Replaced(self._final_stat(final, st), before, after if after != before else None)
+
+    @staticmethod
+    def _put_back(aside: str, final: str, ours: os.stat_result) -> bool:
+        """Rename ``aside`` back to ``final`` if ``final`` is still the file just put
+        there (``ours``); False if someone saved another file there meanwhile."""
+        try:
+            if os.lstat(final).st_ino != ours.st_ino:
+                return False
+        except FileNotFoundError:
+            pass
+        os.rename(aside, final)
+        return True
 
     @staticmethod
     def _final_stat(final: str, written: os.stat_result) -> os.stat_result:
@@ -207,20 +231,37 @@ class Disk:
 
         True when it is gone (deleted now or already); False when it had changed: it is
         then back at ``rel``, or (if a new file took the name meanwhile) kept beside it
-        under a name the next scan will pick up as a new file.
+        under a name the next scan will pick up as a new file. Busy while someone has
+        it open for writing.
         """
         final = self.abs(rel)
-        parent = os.path.dirname(final)
-        aside = self._temp(parent, ASIDE_PREFIX, os.path.basename(final))
+        aside = self._temp(os.path.dirname(final), ASIDE_PREFIX, os.path.basename(final))
         try:
-            os.rename(final, aside)
+            fd = os.open(final, _READ_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
             return True
-        if sha256(self.read_path(aside)) == expected_sha:
+        except OSError:
+            return False  # no longer a regular file (a symlink now): decide again
+        try:
+            with leases.held(fd) as writer_waits:
+                if writer_waits():
+                    raise Busy(final)
+                try:
+                    os.rename(final, aside)
+                except (FileNotFoundError, NotADirectoryError):
+                    return True
+                if os.lstat(aside).st_ino != os.fstat(fd).st_ino:  # replaced meanwhile
+                    self.keep(aside, final)
+                    return False
+            # Unlinked at the end, once nobody writes to it: a writer that opened it in
+            # the last instant would write to a file no longer in DIR.
+            if not leases.wait_closed(fd) or sha256(_read_all(fd)) != expected_sha:
+                self.keep(aside, final)
+                return False
             os.unlink(aside)
             return True
-        self.keep(aside, final)
-        return False
+        finally:
+            os.close(fd)
 
     def keep(self, aside: str, final: str) -> str:
         """Move the set-aside file ``aside`` back to ``final``, or beside it if taken."""
@@ -275,3 +316,13 @@ class Disk:
             for name in filenames:
                 if name.startswith((TEMP_PREFIX, ASIDE_PREFIX)):
                     yield os.path.join(dirpath, name)
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole content of ``fd``'s file, from its start, whatever its offset."""
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)

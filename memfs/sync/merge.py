@@ -1,4 +1,5 @@
-"""The three-way decision table of the mirror. Pure: no I/O, no clock, no store.
+"""The three-way decision table of the mirror, and the merge of two edits. Pure: no I/O,
+no clock, no store.
 
 For every path the mirror knows three versions: the *base* (what both sides held at the
 last sync, from the sync state), the *local* one (the file in DIR now) and the *remote*
@@ -14,13 +15,22 @@ changed      unchanged      push: write/delete in the store, ``expected_rev`` = 
 unchanged    changed        pull: write/delete in DIR
 deleted      edited         pull: keep the edit, re-create it in DIR
 edited       deleted        push: keep the edit, re-create it in the store
-edited       edited         conflict: the store's version keeps the name, the local one
+edited       edited         merge: both edits in one file (:func:`merge_files`), in DIR
+                            and in the store; where they cannot be merged, a conflict
+new          new            conflict: the store's version keeps the name, the local one
                             is kept beside it under a conflict name on both sides
 ===========  =============  ===========================================================
 
 "Deleted" with no base means "never existed", so a first run (empty base) merges with
 nothing deleted: files on one side are copied to the other, identical files are just
-recorded and different ones become conflicts, never a blind overwrite.
+recorded and different ones become conflicts (there is no base to merge against),
+never a blind overwrite. A file on one side where the other has a directory is a
+conflict too.
+
+Edits merge by the rules every writer of a store follows (:mod:`memfs.store.rebase`):
+appends on both sides keep both tails, the store's first (it was committed first);
+edits of different lines are applied together; two edits touching one line, or a
+missing base, are a real conflict.
 
 :func:`is_wipe` is the guard against mass deletion, also pure.
 """
@@ -30,6 +40,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from typing import Literal
+
+from memfs.store.rebase import merge3
 
 SideKind = Literal["file", "dir"]
 
@@ -62,7 +74,8 @@ class Action(enum.Enum):
     PULL = "pull"  # store version to DIR (create, overwrite or re-create)
     DELETE_REMOTE = "delete-remote"  # person deleted it; delete in the store
     DELETE_LOCAL = "delete-local"  # store deleted it; delete in DIR
-    CONFLICT = "conflict"  # both changed differently; keep both
+    MERGE = "merge"  # both edited a file they shared; merge, or keep both if they clash
+    CONFLICT = "conflict"  # both changed differently with nothing to merge; keep both
 
 
 def _key(version: Version | None) -> tuple[str, str | None] | None:
@@ -88,7 +101,31 @@ def decide(base: Version | None, local: Version | None, remote: Version | None) 
         return Action.PULL
     if re_ is None:
         return Action.PUSH
+    if b is not None and b[0] == lo[0] == re_[0] == "file":
+        return Action.MERGE
     return Action.CONFLICT
+
+
+def merge_files(base: bytes | None, local: bytes, remote: bytes) -> bytes | None:
+    """The person's (``local``) and the store's (``remote``) edits of ``base`` in one
+    content, the store's first where both added at one place; None for a real conflict:
+    both changed the same lines, or there is no base to merge against.
+
+    :func:`~memfs.store.rebase.merge3` does the merge. It takes text inserted at the
+    start of a line as touching no line, so two edits of one line's start would splice
+    into one new line ("agent's person's title"); such a result is refused here: every
+    line of a merge is a whole line of one of the three versions, unless both sides
+    only appended (bytes after bytes, as two O_APPEND writers leave them).
+    """
+    if base is None:
+        return None
+    merged = merge3(base, local, remote)
+    if merged is None or (local.startswith(base) and remote.startswith(base)):
+        return merged
+    known = {*base.splitlines(True), *local.splitlines(True), *remote.splitlines(True)}
+    if any(line not in known for line in merged.splitlines(True)):
+        return None
+    return merged
 
 
 def is_wipe(deleted_files: int, tree_files: int) -> bool:

@@ -2,9 +2,10 @@
 
 :class:`Engine` looks at each path's three versions (sync state, DIR, store), asks
 :func:`memfs.sync.merge.decide` what to do and does it, advancing the sync state only
-after both sides hold the result. It never waits: work that must wait (a delete not yet
-corroborated, a file still being written, a store write that lost a race) goes back to
-the caller as paths to look at again, via ``later`` and ``again``.
+after both sides hold the result (merges and conflicts: :mod:`memfs.sync.both`). It
+never waits: work that must wait (a delete not yet corroborated, a file still being
+written or held open for writing, a store write that lost a race) goes back to the
+caller as paths to look at again, via ``later`` and ``again``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from datetime import datetime
 from pathlib import PurePosixPath
 
 from memfs.errors import (
@@ -28,10 +28,12 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.store.base import Entry, Store
-from memfs.sync.disk import Disk, LocalFile, sha256
-from memfs.sync.look import Look, Looker, Skip
-from memfs.sync.merge import Action, Version, decide, is_wipe
-from memfs.sync.names import conflict_name, ignored_path, refused_path
+from memfs.sync.bases import Bases
+from memfs.sync.both import BothSides
+from memfs.sync.disk import Busy, Disk, LocalFile, sha256
+from memfs.sync.look import Look, Skip
+from memfs.sync.merge import Action, SideKind, Version, decide, is_wipe
+from memfs.sync.names import ignored_path, refused_path
 from memfs.sync.state import Record, SyncState
 
 log = logging.getLogger("memfs.sync")
@@ -41,7 +43,7 @@ log = logging.getLogger("memfs.sync")
 CAP_RETRY_S = 2.0
 
 
-class Engine(Looker):
+class Engine(BothSides):
     """Reconciles paths between a directory and a store; not thread-safe (one worker)."""
 
     def __init__(
@@ -68,6 +70,9 @@ class Engine(Looker):
         self._warned: set[tuple[str, object]] = set()
         self.capped: set[str] = set()  # files a tree cap keeps out of the store, for now
         self.trust_own_heads = not state.fresh
+        # A state saved by a clean stop is exact; one a kill left may lag the work.
+        self.stale = set() if state.clean else set(state.entries)
+        self.bases = Bases()
 
     # --- entry point ----------------------------------------------------------------
     def reconcile(
@@ -184,12 +189,16 @@ class Engine(Looker):
             self.capped.discard(look.path)
         except (Conflict, AlreadyExists):
             self.again.add(look.path)  # the store moved under us: decide again
+        except Busy:
+            # Open for writing: replacing or removing it now would lose what the writer
+            # writes next. Looked at again once quiet, and it is read only once closed.
+            self.later[look.path] = time.monotonic() + max(self.settle_ns / 1e9, 0.01)
         except DirectoryNotEmpty:
             # Its children are still being decided (a delete not yet corroborated, or new
             # ones to pull); come back when they are.
             self.later[look.path] = time.monotonic() + 2 * self.delete_grace
         except TooLarge as e:
-            key = ("too-large", look.local.sha256 if look.local else None)
+            key: tuple[object, ...] = ("too-large", look.local.sha256 if look.local else None)
             self.warn_once(look.path, key, "not syncing %s: %s", look.path, e)
         except CapExceeded as e:
             # The person's file stays as it is on disk; it goes in once there is room.
@@ -217,6 +226,7 @@ class Engine(Looker):
                 self._record(look)  # same content; refresh rev and stat
         elif action is Action.RECORD:
             self._record(look)
+            self._conflict_over(path)
         elif action is Action.FORGET:
             self._forget(path)
         elif action is Action.PUSH:
@@ -227,6 +237,8 @@ class Engine(Looker):
             self._delete_remote(look)
         elif action is Action.DELETE_LOCAL:
             self._delete_local(look, base)
+        elif action is Action.MERGE:
+            self._merge(look)
         elif action is Action.CONFLICT:
             self._conflict(look)
 
@@ -235,17 +247,42 @@ class Engine(Looker):
         local = look.local
         if local is None or entry is None:
             return
-        st = look.local_file.st if look.local_file else look.local_st
-        rec = Record(kind=local.kind, rev=entry.rev, sha256=local.sha256)
-        if st is not None and local.kind == "file":
+        file = look.local_file
+        st = file.st if file else look.local_st
+        data = file.data if file else None
+        self._record_content(look.path, local.kind, entry.rev, local.sha256, st, data)
+
+    def _record_content(
+        self,
+        path: str,
+        kind: SideKind,
+        rev: int,
+        sha: str | None,
+        st: os.stat_result | None,
+        data: bytes | None = None,
+    ) -> None:
+        """Both sides hold ``sha`` at ``path`` (the store as revision ``rev``; DIR as the
+        file ``st`` describes, if given, so an unchanged one need not be re-read).
+        ``data``: that content, if in hand, kept as the base of a next merge."""
+        before = self.state.entries.get(path)
+        if sha is not None and data is not None:
+            self.bases.keep(path, sha, data)
+        elif before is None or before.sha256 != sha:
+            self.bases.forget(path)
+        rec = Record(kind=kind, rev=rev, sha256=sha)
+        if st is not None and kind == "file":
             rec.size, rec.mtime_ns, rec.ctime_ns, rec.ino = (
                 st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
             )  # fmt: skip
-        if self.state.entries.get(look.path) != rec:
-            self.state.entries[look.path] = rec
+        self.stale.discard(path)
+        if before != rec:
+            self.state.entries[path] = rec
             self.dirty = True
 
     def _forget(self, path: str) -> None:
+        self.stale.discard(path)
+        self.bases.forget(path)
+        self._conflict_over(path)
         if self.state.entries.pop(path, None) is not None:
             self.dirty = True
         # A directory whose removal waited for its children can go now.
@@ -284,6 +321,7 @@ class Engine(Looker):
                 expected_rev=entry.rev if entry is not None else 0,
                 parents=True,
             )
+            self._conflict_over(path)
         self._record(look, entry=new)
         self._record_parents(path)
 
@@ -314,14 +352,22 @@ class Engine(Looker):
                 return
         data = look.remote_data
         expected = look.local.sha256 if look.local is not None else None
-        st, displaced = self.disk.replace(path, data, expected, mode=entry.mode or 0o600)
-        if st is None:
+        put = self._put_local(path, data, expected, entry.mode)
+        if put is None:
             self.again.add(path)  # the person saved meanwhile: decide again
             return
-        if displaced is not None:
-            self._keep_local_copy(path, displaced)
-        look.local, look.local_file = Version.file(sha256(data)), LocalFile(data, sha256(data), st)
-        self._record(look)
+        content, st = put
+        if content != data:
+            # A save that raced the pull was merged in: DIR now holds a person's edit of
+            # the pulled revision, which the next pass pushes.
+            self._record_content(path, "file", entry.rev, sha256(data), None, data)
+            self.again.add(path)
+        else:
+            look.local, look.local_file = (
+                Version.file(sha256(data)),
+                LocalFile(data, sha256(data), st),
+            )
+            self._record(look)
         self._record_parents(path)
 
     def _delete_remote(self, look: Look) -> None:
@@ -367,81 +413,3 @@ class Engine(Looker):
             self._forget(path)
         else:
             self.again.add(path)
-
-    def _conflict(self, look: Look) -> None:
-        """Both sides changed: the store's version keeps the name, the local one is kept
-        beside it (in DIR and in the store) under a conflict name."""
-        path = look.path
-        assert look.local is not None and look.remote is not None
-        copy = self._copy_path(path)
-        if look.local.kind == "dir":
-            # A whole local directory where the store has a file: move it aside in one
-            # rename; the next passes push it under its new name and pull the file.
-            os.rename(self.disk.abs(path), self.disk.abs(copy))
-            self._forget(path)
-            for old in self.state.under(path):
-                self._forget(old)
-            self.again |= {path, *self._under(copy)}
-        else:
-            assert look.local_file is not None
-            # The copy goes to disk first: a copy the store then refuses (a tree cap)
-            # would be made again on every retry, so room is checked before.
-            self._check_room(copy, len(look.local_file.data))
-            self._keep_local_copy(path, look.local_file.data, copy=copy)
-            if look.remote.kind == "file":
-                self._pull(look)
-            elif self.disk.remove(path, look.local_file.sha256):
-                self.disk.makedirs(path)
-                look.local, look.local_st = Version.dir(), self.disk.lstat(path)
-                self._record(look)
-            else:
-                self.again.add(path)
-        log.warning(
-            "conflict on %s: both sides changed it; the store's version keeps the name,"
-            " the version from %s is kept beside it as %s",
-            path, self.disk.root, copy,
-        )  # fmt: skip
-
-    def _check_room(self, path: str, size: int) -> None:
-        """CapExceeded if a new file of ``size`` bytes would pass a tree cap now."""
-        store = self.store
-        if store.max_files is None and store.max_tree_bytes is None:
-            return
-        usage = store.usage()
-        if store.max_files is not None and usage.files + 1 > store.max_files:
-            raise CapExceeded(
-                f"a conflict copy {path} would make {usage.files + 1} files",
-                path=path, cap="max_files", limit=store.max_files, would=usage.files + 1,
-            )  # fmt: skip
-        if store.max_tree_bytes is not None and usage.bytes + size > store.max_tree_bytes:
-            raise CapExceeded(
-                f"a conflict copy {path} would make {usage.bytes + size} bytes",
-                path=path, cap="max_tree_bytes", limit=store.max_tree_bytes,
-                would=usage.bytes + size,
-            )  # fmt: skip
-
-    def _copy_path(self, path: str) -> str:
-        parent, _, name = path.rpartition("/")
-        taken = {e.name for e in self._remote_children(parent)}
-        with contextlib.suppress(OSError):
-            taken |= set(os.listdir(self.disk.abs(parent)))
-        copy_name = conflict_name(name, datetime.now(), "local", taken)
-        return f"{parent}/{copy_name}" if parent else copy_name
-
-    def _remote_children(self, parent: str) -> list[Entry]:
-        try:
-            return self.store.listdir(parent)
-        except StoreError:
-            return []
-
-    def _keep_local_copy(self, path: str, data: bytes, *, copy: str | None = None) -> None:
-        """Keep ``data`` (the DIR side's version of ``path``) as a conflict copy: first on
-        disk, so it is safe before anything else happens, then in the store."""
-        copy = copy or self._copy_path(path)
-        st, _ = self.disk.replace(copy, data, None)
-        new = self.store.write(copy, data, author=self.author, expected_rev=0, parents=True)
-        if st is not None:
-            self.state.entries[copy] = Record(
-                "file", new.rev, sha256(data), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-            )
-            self.dirty = True

@@ -8,15 +8,18 @@ object database into the memory tree).
 
 Names the path gate refuses are not ignored silently: the mirror warns about them once,
 because a person made them on purpose and should learn why they stay local.
+
+Conflict copies are named as every writer of a store names them:
+:func:`memfs.store.rebase.conflict_name` (``notes.conflict-20261129-184300-local.md``
+for the mirror's side ``local``), re-exported here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from datetime import datetime
 
 from memfs.paths import RESERVED_PREFIX, name_problem
+from memfs.store.rebase import conflict_name as conflict_name  # re-exported, one definition
 
 # memfs's own in-tree files: temp files for atomic writes and set-aside copies. They
 # share the reserved prefix, so the gate guarantees no model file can collide.
@@ -75,26 +78,3 @@ def refused_path(rel: str) -> str | None:
         if problem is not None:
             return problem
     return None
-
-
-def conflict_name(name: str, when: datetime, side: str, taken: Collection[str] = ()) -> str:
-    """The name of the copy kept beside ``name`` when both sides changed it.
-
-    ``notes.md`` becomes ``notes.conflict-20261129-184300-local.md``: the extension stays
-    last so editors still recognise the file, and the stamp sorts chronologically. A
-    counter is added while the name is in ``taken``.
-    """
-    stem, dot, ext = name.rpartition(".")
-    if not stem:  # "README", ".bashrc": no extension to keep last
-        stem, dot, ext = name, "", ""
-    stamp = when.strftime("%Y%m%d-%H%M%S")
-    counter = 1
-    while True:
-        suffix = f".conflict-{stamp}-{side}" + (f"-{counter}" if counter > 1 else "")
-        # Keep the result within the gate's segment limit by shortening the stem.
-        room = 255 - len((suffix + dot + ext).encode("utf-8"))
-        short = stem.encode("utf-8")[: max(room, 1)].decode("utf-8", errors="ignore")
-        candidate = short + suffix + dot + ext
-        if candidate not in taken:
-            return candidate
-        counter += 1

@@ -8,8 +8,12 @@ record or the new one.
 
 Saving lags behind the work on purpose: the state only ever *under*-reports what was
 synced, and the merge treats "both sides already equal" as "record it", so replaying
-from an older state is idempotent. An exclusive ``flock`` on ``<state>.lock`` keeps two
-mirrors from sharing one record.
+from an older state is idempotent. A lagging base is not good enough to merge two edits
+against, though (a merge with too old a base repeats lines), so the record says whether
+it was saved by a clean stop (``clean``: every base is exact) or may lag (saved while
+running; a kill leaves such a record): see :mod:`memfs.sync.both`. It also names each
+path's open conflict copy (``conflicts``), so a restart goes on updating that copy. An
+exclusive ``flock`` on ``<state>.lock`` keeps two mirrors from sharing one record.
 """
 
 from __future__ import annotations
@@ -59,6 +63,15 @@ class Record:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class OpenConflict:
+    """A path's conflict copy while the conflict lasts: its name, and the revision the
+    mirror last wrote to it (a later one is someone's edit of the copy)."""
+
+    copy: str
+    rev: int
+
+
 @dataclass(slots=True)
 class SyncState:
     dir: str
@@ -67,6 +80,8 @@ class SyncState:
     last_seq: int = 0
     entries: dict[str, Record] = field(default_factory=dict)
     fresh: bool = False  # no saved record was used (first run, or a damaged one)
+    clean: bool = False  # saved by a clean stop: every base in it is exact
+    conflicts: dict[str, OpenConflict] = field(default_factory=dict)  # by the path in conflict
 
     def files(self) -> int:
         return sum(1 for r in self.entries.values() if r.kind == "file")
@@ -85,6 +100,8 @@ class SyncState:
             "store": self.store_url,
             "dir_id": list(self.dir_id) if self.dir_id else None,
             "last_seq": self.last_seq,
+            "clean": self.clean,
+            "conflicts": {p: {"copy": c.copy, "rev": c.rev} for p, c in self.conflicts.items()},
             # Spelled out rather than dataclasses.asdict: this runs for every entry on
             # every save, and asdict's deep copy dominated a large tree's saves.
             "entries": {
@@ -112,6 +129,11 @@ class SyncState:
             dir_id=(int(dir_id[0]), int(dir_id[1])) if dir_id else None,
             last_seq=int(data["last_seq"]),
             entries={p: Record(**r) for p, r in data["entries"].items()},
+            clean=data.get("clean") is True,  # absent in records of older versions
+            conflicts={
+                p: OpenConflict(str(c["copy"]), int(c["rev"]))
+                for p, c in data.get("conflicts", {}).items()
+            },
         )
 
 

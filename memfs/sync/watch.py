@@ -105,7 +105,7 @@ class Debouncer:
                     else:
                         out.paths.add(rel)
             taken = out.paths | out.subtrees
-            keep = []
+            keep: list[tuple[str, str, bool]] = []
             for move in self._moves:
                 (out.moves if move[1] in taken else keep).append(move)
             self._moves = keep
