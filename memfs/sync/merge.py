@@ -108,24 +108,12 @@ def decide(base: Version | None, local: Version | None, remote: Version | None) 
 
 def merge_files(base: bytes | None, local: bytes, remote: bytes) -> bytes | None:
     """The person's (``local``) and the store's (``remote``) edits of ``base`` in one
-    content, the store's first where both added at one place; None for a real conflict:
-    both changed the same lines, or there is no base to merge against.
-
-    :func:`~memfs.store.rebase.merge3` does the merge. It takes text inserted at the
-    start of a line as touching no line, so two edits of one line's start would splice
-    into one new line ("agent's person's title"); such a result is refused here: every
-    line of a merge is a whole line of one of the three versions, unless both sides
-    only appended (bytes after bytes, as two O_APPEND writers leave them).
-    """
+    content, the store's first where both added at one place
+    (:func:`memfs.store.rebase.merge3`, the mount's rule too); None for a real conflict:
+    both changed the same lines, or there is no base to merge against."""
     if base is None:
         return None
-    merged = merge3(base, local, remote)
-    if merged is None or (local.startswith(base) and remote.startswith(base)):
-        return merged
-    known = {*base.splitlines(True), *local.splitlines(True), *remote.splitlines(True)}
-    if any(line not in known for line in merged.splitlines(True)):
-        return None
-    return merged
+    return merge3(base, local, remote)
 
 
 def is_wipe(deleted_files: int, tree_files: int) -> bool:
