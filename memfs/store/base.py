@@ -194,6 +194,34 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of the log (invariant 10): what one actor did in one go."""
+
+    id: int
+    actor: str
+    detail: str  # free text shown small ("pid 812", "undo of operation 41"), never matched
+    label: str  # the program or command ("rm", "memfs restore"; "" when the actor says it)
+    start_ns: int
+    end_ns: int
+    first_seq: int
+    last_seq: int
+    changes: int  # how many feed records it made
+
+
+@dataclass(slots=True, eq=False)
+class Act:
+    """An operation as its maker holds it while it goes on (:meth:`Store.acting`):
+    every mutation made inside belongs to it. ``id`` is None until the store records the
+    operation, in the transaction of its first change; it stays None if that
+    transaction is undone."""
+
+    actor: str
+    detail: str = ""
+    label: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     """One file a search found: its store-relative ``path``, a ``score`` (higher is a
     better match; comparable only within one result list) and its matching ``lines`` as
