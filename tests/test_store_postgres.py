@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
 import pytest
 
-from memfs.errors import NotFound, StoreUnavailable
-from memfs.store import Store, open_store
+from memfs.errors import NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
+from memfs.store import Store, list_trees, open_store
 from memfs.store.postgres_schema import SCHEMA_VERSION
 from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
 from tests.store_contract.common import A, tree
@@ -183,3 +184,84 @@ def test_password_pgpass_and_pg_environment_are_honoured(
     monkeypatch.setenv("PGUSER", PASSWORD_USER)
     with open_store(f"postgresql:///{DATABASE}?tree=pw") as same:
         assert same.read("f")[0] == b"1"
+
+
+def _fresh_database(pg_cluster: PgCluster, name: str) -> None:
+    pg_cluster.psql(f"DROP DATABASE IF EXISTS {name}", db="postgres")
+    pg_cluster.psql(f"CREATE DATABASE {name}", db="postgres")
+
+
+def test_read_only_never_creates_the_schema_or_a_tree(pg_cluster: PgCluster) -> None:
+    _fresh_database(pg_cluster, "rodb")
+    url = pg_cluster.url("tema", db="rodb")
+    with pytest.raises(NoSuchTree) as caught:
+        open_store(url, readonly=True)
+    assert "holds no memory trees yet" in str(caught.value) and caught.value.trees == []
+    assert pg_cluster.psql("SELECT to_regnamespace('memfs') IS NULL", db="rodb").strip() == "t"
+    for name in ("team", "archive"):
+        with open_store(pg_cluster.url(name, db="rodb")) as store:
+            store.write("f.md", name.encode(), author=A)
+    with pytest.raises(NoSuchTree) as caught:
+        open_store(url, readonly=True)
+    message = str(caught.value)
+    assert "has no tree 'tema' (its trees: archive, team)" in message and "\n" not in message
+    assert caught.value.trees == ["archive", "team"]
+    assert [t.name for t in list_trees(url)] == ["archive", "team"]  # none was made
+    with open_store(pg_cluster.url("team", db="rodb"), readonly=True) as store:
+        assert store.read("f.md")[0] == b"team"
+        with pytest.raises(ReadOnlyStore):
+            store.write("g.md", b"x", author=A)
+
+
+def test_read_only_refuses_an_older_schema_without_touching_it(pg_cluster: PgCluster) -> None:
+    _fresh_database(pg_cluster, "rodb_old")
+    url = pg_cluster.url("t", db="rodb_old")
+    open_store(url).close()
+    pg_cluster.psql("UPDATE memfs.meta SET value = '2' WHERE key = 'schema_version'", db="rodb_old")
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(url, readonly=True)
+    message = str(caught.value)
+    assert "from an older memfs (schema 2" in message and "open it once with write access" in message
+    version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
+    assert pg_cluster.psql(version, db="rodb_old").strip() == "2"
+
+
+def test_a_mutation_is_two_round_trips(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutation reads what its checks need in one round trip and sends its changes
+    with the commit in the next (one more when it finds history due for sweeping):
+    counted where psycopg's pipeline waits for results."""
+    from psycopg._pipeline_base import BasePipeline
+
+    store = open_store(pg_cluster.url())
+    try:
+        store.write("d/a.md", b"first\n", author=A, parents=True)
+        trips: list[str] = []
+        real = BasePipeline._fetch_gen
+
+        def counted(self: BasePipeline, *, flush: bool) -> Generator[Any, Any, None]:
+            if self.result_queue:  # results are owed: waiting for them is a round trip
+                trips.append("wait")
+            yield from real(self, flush=flush)
+
+        monkeypatch.setattr(BasePipeline, "_fetch_gen", counted)
+        for name, mutation, expected in (
+            ("a modify", lambda: store.write("d/a.md", b"second\n", author=A), 2),
+            ("a create", lambda: store.write("d/b.md", b"new\n", author=A), 2),
+            ("a rename", lambda: store.rename("d/b.md", "d/c.md", author=A), 2),
+            ("a delete", lambda: store.delete("d/c.md", author=A), 2),
+            # The next mutation finds the tombstone due: one more to read what to sweep.
+            ("a sweeping write", lambda: store.write("d/e.md", b"e\n", author=A), 3),
+            ("a recursive delete", lambda: store.delete("d", author=A, recursive=True), 2),
+            ("a mkdir", lambda: store.mkdir("x", author=A), 2),  # mkdir never sweeps
+            ("another sweeping write", lambda: store.write("x/f.md", b"f\n", author=A), 3),
+            ("a set_attrs", lambda: store.set_attrs("x", author=A, mode=0o755), 2),
+        ):
+            trips.clear()
+            mutation()
+            assert len(trips) == expected, (name, trips)
+        store.delete("x", author=A, recursive=True)
+        assert tree(store) == {}
+    finally:
+        store.close()

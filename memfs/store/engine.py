@@ -123,9 +123,16 @@ class Tx:
         self._load()
         return self.due is not None and self.due <= now
 
-    def add_due(self, when: int) -> None:
-        self._load()
-        self.due = when if self.due is None else min(self.due, when)
+
+def _reach(src: str, paths: list[str]) -> tuple[int, int]:
+    """How far the entries below ``src`` reach past it (segments, UTF-8 bytes), as
+    :meth:`memfs.store.base.Store.subtree_extent` says, from their paths."""
+    own_depth, own_bytes = src.count("/"), len(src.encode("utf-8", "surrogateescape"))
+    below = [p for p in paths if p != src]
+    if not below:
+        return 0, 0
+    depth = max(p.count("/") for p in below) - own_depth
+    return depth, max(len(p.encode("utf-8", "surrogateescape")) for p in below) - own_bytes
 
 
 class SqlStore(Store):
@@ -614,39 +621,34 @@ class SqlStore(Store):
         now = self._now()
         with self._tx() as tx:
             db = tx.db
-            source = db.ask(self.q.kind, {"p": src})
-            there = db.ask(self.q.look_node, {"p": dst, "parent": parent_of(dst)})
-            extent = self._ask_extent(db, src)
-            moving = db.ask(self.q.moved_files, {"p": src})
+            moving = db.ask(self.q.moving, {"p": src})
+            landing = db.ask(self.q.landing, {"p": dst, "parent": parent_of(dst)})
             tombs = db.ask(self.q.gone_below, {"p": dst})
-            replaced = db.ask(self.q.subtree, {"p": dst})
-            found = source.one()
-            if found is None:
+            entries = moving.all()
+            top = next((row for row in entries if row[0] == src), None)
+            if top is None:
                 raise NotFound(f"no entry at '{src}'", path=src)
-            src_kind = str(found[0])
+            src_kind = str(top[1])
             if src_kind == "dir":
-                rules.check_reach(src, dst, self._extent(extent.one(), src))
-            look = there.one()
-            assert look is not None
-            self._ensure_parent(tx, dst, look[10], author, now, False)
-            if look[0] is not None:
-                self._replace(tx, src_kind, dst, str(look[1]), replaced.all(), overwrite, now)
-            files = moving.all()
+                rules.check_reach(src, dst, _reach(src, [str(row[0]) for row in entries]))
+            there = landing.all()
+            parent_kind = next((row[1] for row in there if row[0] == parent_of(dst)), None)
+            self._ensure_parent(tx, dst, parent_kind, author, now, False)
+            replaced = sorted((row for row in there if row[0] != parent_of(dst)), reverse=True)
+            if replaced:
+                self._replace(tx, src_kind, dst, str(replaced[-1][1]), replaced, overwrite, now)
+            files = [row for row in entries if row[1] == "file"]
             retention.tombstone(self, tx, [str(row[0]) for row in files], now, moved=True)
             db.run(
                 self.q.move_subtree,
-                {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst)},
+                {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst), "now": now},
             )
-            db.run(self.q.set_ctime, {"now": now, "p": dst})
-            db.run(self.q.touch, {"now": now, "p": parent_of(src)})
-            db.run(self.q.touch, {"now": now, "p": parent_of(dst)})
+            db.run(self.q.touch_two, {"now": now, "a": parent_of(src), "b": parent_of(dst)})
             gone = {str(p): (int(deleted), trim) for p, deleted, trim in tombs.all()}
-            last: tuple[int | None, int | None, str | None] = (None, None, None)
-            for old, size, sha in files:
-                new = dst + str(old)[len(src) :]
-                last = retention.arrive(
-                    self, tx, new, gone.get(new), int(size), str(sha), author, now
-                )
+            # How many revisions the destination keeps is known for a file's own move.
+            kept = int(there[0][2]) if there and src_kind == "file" else None
+            arrivals = [(dst + str(row[0])[len(src) :], int(row[2]), str(row[3])) for row in files]
+            last = retention.arrive(self, tx, arrivals, gone, kept, author, now)
             # A file's rename carries its content; a directory's only its last arrival.
             size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
             self.record(

@@ -120,6 +120,14 @@ class PgCursor:
             raise self._fail(e) from e
 
 
+def _roll_back(db: psycopg.Connection) -> None:
+    """End a transaction left open by a failure, if the connection still has one."""
+    status = db.info.transaction_status
+    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        with contextlib.suppress(psycopg.Error):
+            db.execute("ROLLBACK")
+
+
 class PgConnections:
     """The pool, transactions and error translation of one open tree."""
 
@@ -249,12 +257,21 @@ class PgConnections:
 
     @contextmanager
     def writing(self) -> Iterator[PgCursor]:
+        # BEGIN and COMMIT go in the pipeline like every statement (psycopg's
+        # transaction() would wait for each of them in a round trip of its own).
         with self._connection() as db:
             try:
-                with db.pipeline() as pipe, db.transaction():
-                    yield PgCursor(db, self.tree, lambda e: self.translate(e, db), pipe)
+                with db.pipeline() as pipe:
+                    cursor = PgCursor(db, self.tree, lambda e: self.translate(e, db), pipe)
+                    cursor.run("BEGIN")
+                    yield cursor
+                    cursor.run("COMMIT")
             except psycopg.Error as e:  # met at the commit, when the pipeline is read
+                _roll_back(db)
                 raise self.translate(e, db) from e
+            except BaseException:
+                _roll_back(db)
+                raise
 
     def close(self) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ when only its last revision counts, NULL once the older rows are physically gone
 
 Readers apply these rules through the store's clock (:func:`visible`), so what
 ``history`` shows never depends on when rows are physically removed. Removal is lazy:
-a mutation whose transaction knows of due rows removes at most
+a mutation that finds rows due when its transaction begins removes at most
 :data:`~memfs.store.rules.SWEEP_ROWS` of them (tombstones older than
 ``deleted_history_days``, then the older rows of trimmed paths). A path that becomes a
 file again (a write creating it, a rename arriving) first has its due removals done,
@@ -117,30 +117,42 @@ def add_row(
 def arrive(
     store: SqlStore,
     tx: Tx,
-    path: str,
-    gone: tuple[int, int | None] | None,
-    size: int,
-    sha: str,
+    arrivals: list[tuple[str, int, str]],
+    gone: dict[str, tuple[int, int | None]],
+    kept: int | None,
     author: str,
     now: int,
-) -> tuple[int, int, str]:
-    """Record the file just moved to ``path`` (whose tombstone was ``gone``) as
-    arriving there with its content; the arrival's revision number, size and SHA-256."""
-    if gone is not None:
-        revive(store, tx, path, gone[0], gone[1], now)
-    rev = tx.next_rev()
-    tx.db.run(store.q.set_rev, {"rev": rev, "p": path})
-    add_row(store, tx, path, rev, author, now, size, sha, None)
-    return rev, size, sha
+) -> tuple[int | None, int | None, str | None]:
+    """Record each file just moved to a path (``arrivals``: path, size, SHA-256) as
+    arriving there with its content, continuing a tombstoned history (``gone``: the
+    tombstones at those paths); ``kept``: how many revisions the one arrival's path
+    held (None: unknown). The last arrival's revision number, size and SHA-256."""
+    last: tuple[int | None, int | None, str | None] = (None, None, None)
+    numbered = []
+    for path, size, sha in arrivals:
+        tomb = gone.get(path)
+        if tomb is not None:
+            revive(store, tx, path, tomb[0], tomb[1], now)
+        last = (tx.next_rev(), size, sha)
+        numbered.append(
+            {"p": path, "rev": last[0], "author": author, "now": now, "size": size, "sha": sha}
+        )
+    tx.db.many(store.q.set_rev, numbered)
+    tx.db.many(store.q.insert_revision, numbered)
+    keep = store.limits.history
+    if kept is None or kept > keep:
+        tx.db.many(store.q.prune, [{"p": row["p"], "keep": keep} for row in numbered])
+    return last
 
 
 def tombstone(store: SqlStore, tx: Tx, paths: list[str], now: int, *, moved: bool) -> None:
     """Mark file ``paths`` as no longer existing; their rows become tombstones."""
     if not paths:
         return
+    # Not swept by this transaction (a later one does: removal is lazy), so a delete
+    # costs no read after its writes.
     trim = now + MOVED_GRACE_NS if moved else now
     tx.db.many(store.q.tombstone, [{"p": path, "now": now, "trim": trim} for path in paths])
-    tx.add_due(trim)
 
 
 def revive(store: SqlStore, tx: Tx, path: str, deleted: int, trim: int | None, now: int) -> None:

@@ -78,7 +78,9 @@ class Statements:
             f" WHERE {t()} path = :p"
         )
         self.touch = r(f"UPDATE entries SET mtime_ns = :now, ctime_ns = :now WHERE {t()} path = :p")
-        self.set_ctime = r(f"UPDATE entries SET ctime_ns = :now WHERE {t()} path = :p")
+        self.touch_two = r(
+            f"UPDATE entries SET mtime_ns = :now, ctime_ns = :now WHERE {t()} path IN (:a, :b)"
+        )
         self.set_rev = r(f"UPDATE entries SET rev = :rev WHERE {t()} path = :p")
         self.set_attrs = r(
             "UPDATE entries SET mode = coalesce(:mode, mode), uid = coalesce(:uid, uid),"
@@ -90,15 +92,22 @@ class Statements:
         )
         self.delete_subtree = r(f"DELETE FROM entries WHERE {t()} {SUBTREE}")
         self.delete_entry = r(f"DELETE FROM entries WHERE {t()} path = :p")
-        self.moved_files = r(
-            f"SELECT e.path, r.size, r.sha256 FROM entries e JOIN revisions r ON {t('r')}"
-            f" r.path = e.path AND r.rev = e.rev WHERE {t('e')} e.kind = 'file'"
-            " AND (e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+        # A rename's source: every entry it moves, a file's with its current content.
+        self.moving = r(
+            f"SELECT e.path, e.kind, r.size, r.sha256 FROM entries e LEFT JOIN revisions r"
+            f" ON {t('r')} r.path = e.path AND r.rev = e.rev AND e.kind = 'file'"
+            f" WHERE {t('e')} (e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+        )
+        # A rename's destination: its parent and whatever it would replace, with how
+        # many revisions the path keeps.
+        self.landing = r(
+            f"SELECT path, kind, (SELECT count(*) FROM revisions x WHERE {t('x')}"
+            f" x.path = :p) FROM entries WHERE {t()} (path = :parent OR {SUBTREE})"
         )
         self.move_subtree = r(
             "UPDATE entries SET path = :dst || substr(path, :n + 1), parent = CASE"
-            " WHEN path = :p THEN :dparent ELSE :dst || substr(parent, :n + 1) END"
-            f" WHERE {t()} {SUBTREE}"
+            " WHEN path = :p THEN :dparent ELSE :dst || substr(parent, :n + 1) END,"
+            f" ctime_ns = CASE WHEN path = :p THEN :now ELSE ctime_ns END WHERE {t()} {SUBTREE}"
         )
         # --- history ---------------------------------------------------------------------
         self.insert_revision = r(
