@@ -9,10 +9,11 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+import psycopg
 import pytest
 
 from memfs.errors import NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
-from memfs.store import Store, list_trees, open_store
+from memfs.store import Store, list_trees, open_store, postgres_schema
 from memfs.store.postgres_schema import SCHEMA_VERSION
 from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
 from tests.store_contract.common import A, tree
@@ -221,7 +222,9 @@ def test_read_only_refuses_an_older_schema_without_touching_it(pg_cluster: PgClu
     with pytest.raises(StoreUnavailable) as caught:
         open_store(url, readonly=True)
     message = str(caught.value)
-    assert "from an older memfs (schema 2" in message and "open it once with write access" in message
+    assert (
+        "from an older memfs (schema 2" in message and "open it once with write access" in message
+    )
     version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
     assert pg_cluster.psql(version, db="rodb_old").strip() == "2"
 
@@ -265,3 +268,61 @@ def test_a_mutation_is_two_round_trips(
         assert tree(store) == {}
     finally:
         store.close()
+
+
+def test_a_schema_2_database_migrates_with_its_trees(pg_cluster: PgCluster) -> None:
+    """A database as the memfs of schema 2 left it (its statement triggers counting),
+    opened by this one: row triggers replace them and every tree reads and counts on."""
+    _fresh_database(pg_cluster, "v2db")
+    conninfo = f"host={pg_cluster.socket_dir} user={SUPERUSER} dbname=v2db"
+    with psycopg.connect(conninfo, autocommit=True) as db, db.transaction():
+        db.execute("CREATE SCHEMA memfs")
+        db.execute("CREATE TABLE memfs.meta (key text PRIMARY KEY, value text NOT NULL)")
+        db.execute("INSERT INTO memfs.meta VALUES ('schema_version', '2')")
+        for step in postgres_schema.MIGRATIONS[:2]:
+            step(db)
+        tree = db.execute(
+            "INSERT INTO memfs.trees (name, created_ns, rev, seq) VALUES ('old', 1, 2, 2)"
+            " RETURNING id"
+        ).fetchone()[0]
+        content = b"written by schema 2\n"
+        digest = hashlib.sha256(content).hexdigest()
+        add = (
+            "INSERT INTO memfs.entries (tree, path, parent, kind, size, mode, mtime_ns,"
+            " ctime_ns, rev) VALUES (%s, %s, %s, %s, %s, %s, 1, 1, %s)"
+        )
+        db.execute(add, (tree, "", None, "dir", 0, 0o700, 0))
+        db.execute(add, (tree, "d", "", "dir", 0, 0o700, 1))
+        db.execute(add, (tree, "d/f.md", "d", "file", len(content), 0o600, 2))
+        db.execute("INSERT INTO memfs.blobs VALUES (%s, %s, %s)", (tree, digest, content))
+        db.execute(
+            "INSERT INTO memfs.revisions (tree, path, rev, author, time_ns, size, sha256)"
+            " VALUES (%s, 'd/f.md', 2, 'old memfs', 1, %s, %s)",
+            (tree, len(content), digest),
+        )
+        for seq, kind, path, rev in ((1, "mkdir", "d", 1), (2, "create", "d/f.md", 2)):
+            db.execute(
+                "INSERT INTO memfs.changes (tree, seq, kind, path, author, time_ns, rev)"
+                " VALUES (%s, %s, %s, %s, 'old memfs', 1, %s)",
+                (tree, seq, kind, path, rev),
+            )
+    url = pg_cluster.url("old", db="v2db")
+    with open_store(url, history=0) as store:
+        assert store.read("d/f.md")[0] == content
+        assert (store.usage().files, store.usage().dirs, store.usage().bytes) == (1, 1, 20)
+        assert store.last_seq() == 2 and store.history("d/f.md")[0].author == "old memfs"
+        store.write("d/f.md", b"new\n", author=A)  # history=0: the old revision goes
+        store.write("d/g.md", b"g\n", author=A)
+        assert (store.usage().files, store.usage().bytes) == (2, 6)
+        with pytest.raises(NotFound):
+            store.read_blob(digest)  # the blob went with its last revision
+        store.delete("d", author=A, recursive=True)
+        assert (store.usage().files, store.usage().dirs, store.usage().bytes) == (0, 0, 0)
+    version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
+    assert pg_cluster.psql(version, db="v2db").strip() == str(SCHEMA_VERSION)
+    triggers = (
+        "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal"
+    )
+    assert pg_cluster.psql(triggers, db="v2db").strip() == (
+        "entry_added,entry_removed,entry_resized,revision_removed"
+    )

@@ -121,7 +121,9 @@ def _killed_writer(path: Path, content: bytes) -> None:
         "store.write('a.md', sys.argv[2].encode(), author='writer')\n"
         "os._exit(0)\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(path), content.decode()], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", code, str(path), content.decode()], check=True, timeout=60
+    )
 
 
 def test_a_killed_writers_log_on_a_read_only_file_system(tmp_path: Path) -> None:
@@ -132,10 +134,12 @@ def test_a_killed_writers_log_on_a_read_only_file_system(tmp_path: Path) -> None
         store.write("a.md", b"in the file\n", author=A)
     _killed_writer(path, b"only in the log\n")
     assert (source / "memory.db-wal").stat().st_size > 0
-    with read_only_view(source, tmp_path / "ro") as view:
-        # The -shm the writer left lets SQLite read its log without writing anything.
-        with open_store(view / "memory.db", readonly=True) as store:
-            assert store.read("a.md")[0] == b"only in the log\n"
+    # The -shm the writer left lets SQLite read its log without writing anything.
+    with (
+        read_only_view(source, tmp_path / "ro") as view,
+        open_store(view / "memory.db", readonly=True) as store,
+    ):
+        assert store.read("a.md")[0] == b"only in the log\n"
     (source / "memory.db-shm").unlink()
     with read_only_view(source, tmp_path / "ro2") as view:
         with pytest.raises(StoreUnavailable) as caught:

@@ -73,7 +73,6 @@ def check(path: str | None, store_url: str | None, as_json: bool) -> None:
                 leave=False,
             ) as bar,
         ):
-
             counted = [0, 0]  # revisions checked, of the total
 
             def progress(done: int, total: int) -> None:

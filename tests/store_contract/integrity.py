@@ -158,9 +158,7 @@ class IntegrityContract:
         assert seen == [range(0)] and store.appended() == last_made()
 
     # --- read-only opening -----------------------------------------------------------------
-    def test_a_store_opened_read_only_reads_and_refuses_every_mutation(
-        self, store: Store
-    ) -> None:
+    def test_a_store_opened_read_only_reads_and_refuses_every_mutation(self, store: Store) -> None:
         store.write("notes/a.md", b"kept\n", author=A, parents=True)
         store.symlink("notes/l", "a.md", author=A)
         store.set_checkpoint("here", author=A)
