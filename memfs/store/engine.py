@@ -75,6 +75,8 @@ class Tx:
         self._rev = self._seq = self.start_seq = 0
         self.due: int | None = None  # earliest time a sweep has rows to remove
         self.depth = 0
+        # Change records not yet written: each mutation's go in at its end, in one go.
+        self.records: list[dict[str, object]] = []
 
     def _load(self) -> None:
         if self._begin is None:
@@ -188,15 +190,20 @@ class SqlStore(Store):
         self._local.appended = range(0)
         outer = self._tx_now()
         if outer is not None:
-            depth, mark = outer.depth, outer.mark()
+            depth, mark, kept = outer.depth, outer.mark(), len(outer.records)
             outer.db.run(self.q.savepoint.format(depth))
             outer.depth = depth + 1
             try:
                 yield outer
+                if len(outer.records) > kept:
+                    # Written now, so later reads inside the batch see them.
+                    self.d.append(outer.db, outer.records[kept:])
+                    del outer.records[kept:]
                 outer.db.run(self.q.release.format(depth))
                 outer.db.sync()
             except BaseException:
                 outer.restore(mark)
+                del outer.records[kept:]
                 with contextlib.suppress(StoreError):
                     outer.db.run(self.q.rollback_to.format(depth))
                     outer.db.run(self.q.release.format(depth))
@@ -212,7 +219,7 @@ class SqlStore(Store):
             try:
                 yield tx
                 if tx.moved():
-                    self.d.finish(db, tx.rev, tx.seq)
+                    self.d.finish(db, tx.rev, tx.seq, tx.records)
             finally:
                 self._local.tx = None
         self._local.appended = tx.appended()
@@ -243,10 +250,10 @@ class SqlStore(Store):
         size: int | None = None,
         sha256: str | None = None,
     ) -> None:
-        """Append one change record. Its content's hash stays in the feed when the
-        revision is pruned, so a restore can still find the bytes elsewhere."""
-        tx.db.run(
-            self.q.record,
+        """Append one change record (written at the end of the mutation). Its content's
+        hash stays in the feed when the revision is pruned, so a restore can still find
+        the bytes elsewhere."""
+        tx.records.append(
             {
                 "seq": tx.next_seq(),
                 "kind": kind,
@@ -257,7 +264,7 @@ class SqlStore(Store):
                 "rev": rev,
                 "size": size,
                 "sha": sha256,
-            },
+            }
         )
 
     # --- reading ------------------------------------------------------------------------
@@ -587,23 +594,8 @@ class SqlStore(Store):
     def _remove(self, tx: Tx, top: str, victims: list[Row], author: str, now: int) -> None:
         # One record per removed entry, children before their directory, so a follower
         # of the feed learns every path that disappeared without walking anything.
-        tx.db.many(
-            self.q.record,
-            [
-                {
-                    "seq": tx.next_seq(),
-                    "kind": "rmdir" if kind == "dir" else "delete",
-                    "p": victim,
-                    "old": None,
-                    "author": author,
-                    "now": now,
-                    "rev": None,
-                    "size": None,
-                    "sha": None,
-                }
-                for victim, kind, _ in victims
-            ],
-        )
+        for victim, kind, _ in victims:
+            self.record(tx, "rmdir" if kind == "dir" else "delete", str(victim), author, now)
         files = [str(victim) for victim, kind, _ in victims if kind == "file"]
         retention.tombstone(self, tx, files, now, moved=False)
         tx.db.run(self.q.delete_subtree, {"p": top})

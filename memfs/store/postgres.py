@@ -24,7 +24,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import psycopg
@@ -35,7 +35,7 @@ from memfs.store.engine import SqlStore
 from memfs.store.postgres_conn import PgConnections
 from memfs.store.postgres_feed import Listener
 from memfs.store.postgres_url import PgOptions, parse
-from memfs.store.sql import Cursor
+from memfs.store.sql import Cursor, Params
 
 __all__ = ["PgDialect", "PostgresStore", "open_postgres"]
 
@@ -59,11 +59,21 @@ class PgDialect:
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
+        # Any number of change records in one statement, as arrays of their columns.
+        insert = (
+            "INSERT INTO changes (tree, seq, kind, path, old_path, author, time_ns, rev, size,"
+            " sha256) SELECT :tree, * FROM unnest(:seq::bigint[], :kind::text[], :p::text[],"
+            " :old::text[], :author::text[], :now::bigint[], :rev::bigint[], :size::bigint[],"
+            " :sha::text[])"
+        )
+        self._append = self.render(insert)
         # NOTIFY is delivered at commit, to listeners only once the change is visible.
-        self._finish = self.render(
-            "UPDATE trees SET rev = :rev, seq = :seq WHERE id = :tree"
+        counters = (
+            "UPDATE trees SET rev = :count_rev, seq = :count_seq WHERE id = :tree"
             " RETURNING pg_notify(:channel, :payload)"
         )
+        self._finish = self.render(counters)
+        self._finish_with = self.render(f"WITH c AS ({insert}) {counters}")
         self._put = self.render(
             "INSERT INTO blobs (tree, sha256, content) VALUES (:tree, :sha, :data)"
             " ON CONFLICT DO NOTHING"
@@ -87,9 +97,15 @@ class PgDialect:
     def render(self, sql: str) -> str:
         return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
-    def finish(self, db: Cursor, rev: int, seq: int) -> None:
-        params = {"rev": rev, "seq": seq, "channel": self.channel, "payload": str(seq)}
-        db.run(self._finish, params)
+    def append(self, db: Cursor, records: Sequence[Params]) -> None:
+        db.run(self._append, _columns(records))
+
+    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+        params = {"count_rev": rev, "count_seq": seq, "channel": self.channel, "payload": str(seq)}
+        if records:
+            db.run(self._finish_with, {**params, **_columns(records)})
+        else:
+            db.run(self._finish, params)
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         db.run(self._put, {"sha": sha256, "data": data})
@@ -99,6 +115,14 @@ class PgDialect:
 
     def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
         return b"" if stored is None else bytes(stored)
+
+
+_RECORD = ("seq", "kind", "p", "old", "author", "now", "rev", "size", "sha")
+
+
+def _columns(records: Sequence[Params]) -> dict[str, object]:
+    """Change records as one array per column (psycopg sends a list as an array)."""
+    return {name: [record[name] for record in records] for name in _RECORD}
 
 
 class PgBackend(PgConnections):

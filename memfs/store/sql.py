@@ -96,9 +96,13 @@ class Dialect(Protocol):
     # (files, dirs, bytes) of the tree.
     usage: str
 
-    def finish(self, db: Cursor, rev: int, seq: int) -> None:
-        """Store the tree's counters at the end of a transaction that moved them, and
-        wake followers if the feed moved (a server's NOTIFY)."""
+    def append(self, db: Cursor, records: Sequence[Params]) -> None:
+        """Write change records: each a mapping of seq, kind, p (path), old (old path),
+        author, now (time), rev, size and sha."""
+
+    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+        """At the end of a transaction that took numbers: write the ``records`` left,
+        store the tree's counters and wake followers (a server's NOTIFY)."""
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         """Store ``data`` under its SHA-256 unless it is stored already."""

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
 from memfs.store.engine import SqlStore
-from memfs.store.sql import Cursor
+from memfs.store.sql import Cursor, Params
 from memfs.store.sqlite_conn import SqliteConnections
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_search import SqliteSearch
@@ -80,6 +80,11 @@ class SqliteDialect:
         " WHERE br.sha256 = :sha AND br.refs > 0"
     )
 
+    _record = (
+        "INSERT INTO changes (seq, kind, path, old_path, author, time_ns, rev, size, sha256)"
+        " VALUES (:seq, :kind, :p, :old, :author, :now, :rev, :size, :sha)"
+    )
+
     def t(self, alias: str = "") -> str:
         return ""
 
@@ -100,7 +105,11 @@ class SqliteDialect:
     def render(self, sql: str) -> str:
         return sql  # sqlite3 takes :name placeholders as they are
 
-    def finish(self, db: Cursor, rev: int, seq: int) -> None:
+    def append(self, db: Cursor, records: Sequence[Params]) -> None:
+        db.many(self._record, records)
+
+    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+        db.many(self._record, records)
         # The feed's numbers are its rows' own (changes.seq); only the revision counter
         # is kept apart.
         db.run("UPDATE counters SET value = :rev WHERE name = 'rev'", {"rev": rev})

@@ -165,10 +165,6 @@ class Statements:
         self.changes = r(changes.format(""))
         self.changes_back = r(changes.format(" DESC"))
         self.last_seq = r(f"SELECT seq FROM changes WHERE {t()} TRUE ORDER BY seq DESC LIMIT 1")
-        self.record = r(
-            f"INSERT INTO changes ({tc}seq, kind, path, old_path, author, time_ns, rev, size,"
-            f" sha256) VALUES ({tv}:seq, :kind, :p, :old, :author, :now, :rev, :size, :sha)"
-        )
         self.begin = r(d.begin)
         self.usage = r(d.usage)
         # --- keeping ------------------------------------------------------------------
