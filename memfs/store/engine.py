@@ -51,10 +51,11 @@ from memfs.store.base import (
 )
 from memfs.store.matching import DEFAULT_LIMIT
 from memfs.store.rules import need_file, parent_of
-from memfs.store.sql import Backend, Cursor, Pending, Row, SearchIndex
+from memfs.store.sql import Backend, Cursor, Params, Pending, Row, SearchIndex
 from memfs.store.statements import ALL, Statements
 
 _MAX_SEQ = 2**63 - 1
+_NO_PARAMS: Params = {}
 
 
 def entry(row: Row) -> Entry:
@@ -177,6 +178,15 @@ class SqlStore(Store):
         with self.backend.reading(snapshot) as db:
             yield db
 
+    def _one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        """One read statement: in this thread's transaction if it has one."""
+        tx: Tx | None = getattr(self._local, "tx", None)
+        return self.backend.one(sql, params) if tx is None else tx.db.one(sql, params)
+
+    def _all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        tx: Tx | None = getattr(self._local, "tx", None)
+        return self.backend.all(sql, params) if tx is None else tx.db.all(sql, params)
+
     def _writable(self) -> None:
         if self.readonly:
             raise ReadOnlyStore(
@@ -269,15 +279,13 @@ class SqlStore(Store):
 
     # --- reading ------------------------------------------------------------------------
     def stat(self, path: str) -> Entry:
-        with self._reading() as db:
-            row = db.one(self.q.stat, {"p": path})
+        row = self._one(self.q.stat, {"p": path})
         if row is None:
             raise NotFound(f"no entry at '{path}'", path=path)
         return entry(row)
 
     def listdir(self, path: str) -> list[Entry]:
-        with self._reading() as db:
-            rows = db.all(self.q.listdir, {"p": path})
+        rows = self._all(self.q.listdir, {"p": path})
         # No children: say whether the directory is empty, missing or not one.
         if not rows and not self.stat(path).is_dir:
             raise NotADirectory(f"'{path}' is not a directory", path=path)
@@ -286,21 +294,17 @@ class SqlStore(Store):
     def walk(self, path: str = "") -> Iterator[Entry]:
         if not self.stat(path).is_dir:
             raise NotADirectory(f"'{path}' is not a directory", path=path)
-        below = {"p": path}
-        with self._reading() as db:
-            rows = db.all(self.q.walk_all) if path == "" else db.all(self.q.walk_below, below)
+        rows = (
+            self._all(self.q.walk_all) if path == "" else self._all(self.q.walk_below, {"p": path})
+        )
         # Sorted by path in byte order, every entry comes after its parent.
         for row in rows:
             yield entry(row)
 
     def subtree_extent(self, path: str) -> tuple[int, int]:
-        with self._reading() as db:
-            return self._extent(self._ask_extent(db, path).one(), path)
-
-    def _ask_extent(self, db: Cursor, path: str) -> Pending:
         if path == "":
-            return db.ask(self.q.extent_all)
-        return db.ask(self.q.extent_below, {"p": path})
+            return self._extent(self._one(self.q.extent_all), path)
+        return self._extent(self._one(self.q.extent_below, {"p": path}), path)
 
     @staticmethod
     def _extent(row: Row | None, path: str) -> tuple[int, int]:
@@ -313,8 +317,7 @@ class SqlStore(Store):
         return int(row[0]) - path.count("/"), int(row[1]) - own
 
     def read(self, path: str) -> tuple[bytes, Entry]:
-        with self._reading() as db:
-            row = db.one(self.q.read, {"p": path})
+        row = self._one(self.q.read, {"p": path})
         if row is None:
             raise NotFound(f"no entry at '{path}'", path=path)
         found = entry(row)
@@ -336,16 +339,13 @@ class SqlStore(Store):
 
     # --- history ------------------------------------------------------------------------
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
-        with self._reading() as db:
-            rows = db.all(self.q.history, {"p": path})
-        shown = retention.visible(self, path, rows)
+        shown = retention.visible(self, path, self._all(self.q.history, {"p": path}))
         if limit is not None:
             shown = shown[:limit]
         return [retention.revision(path, row[3:10]) for row in shown]
 
     def read_revision(self, path: str, rev: int) -> bytes:
-        with self._reading() as db:
-            rows = db.all(self.q.history_content, {"p": path, "rev": rev})
+        rows = self._all(self.q.history_content, {"p": path, "rev": rev})
         found = next((row for row in retention.visible(self, path, rows) if row[3] == rev), None)
         if found is None:
             raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
@@ -389,13 +389,11 @@ class SqlStore(Store):
             "until": _MAX_SEQ if until is None else until,
             "n": ALL if limit is None else limit,
         }
-        with self._reading() as db:
-            rows = db.all(self.q.changes_back if newest_first else self.q.changes, params)
+        rows = self._all(self.q.changes_back if newest_first else self.q.changes, params)
         return [Change(*row) for row in rows]
 
     def last_seq(self) -> int:
-        with self._reading() as db:
-            row = db.one(self.q.last_seq)
+        row = self._one(self.q.last_seq)
         return 0 if row is None else int(row[0])
 
     def wait_for_changes(self, since: int, timeout: float) -> bool:
@@ -730,8 +728,7 @@ class SqlStore(Store):
 
     # --- housekeeping (memfs.store.keeping) --------------------------------------------
     def usage(self) -> Usage:
-        with self._reading() as db:
-            row = db.one(self.q.usage)
+        row = self._one(self.q.usage)
         if row is None:
             raise self.backend.missing_tree()
         return Usage(files=int(row[0]), dirs=int(row[1]), bytes=int(row[2]))
@@ -740,17 +737,13 @@ class SqlStore(Store):
         keeping.mark_used(self, paths)
 
     def unused(self, before_ns: int) -> list[Entry]:
-        with self._reading() as db:
-            rows = db.all(self.q.unused, {"before": before_ns})
-        return [entry(row) for row in rows]
+        return [entry(row) for row in self._all(self.q.unused, {"before": before_ns})]
 
     def set_checkpoint(self, name: str, *, author: str, seq: int | None = None) -> Checkpoint:
         return keeping.set_checkpoint(self, name, author, seq)
 
     def checkpoints(self) -> list[Checkpoint]:
-        with self._reading() as db:
-            rows = db.all(self.q.checkpoints)
-        return [Checkpoint(*row) for row in rows]
+        return [Checkpoint(*row) for row in self._all(self.q.checkpoints)]
 
     def delete_checkpoint(self, name: str) -> None:
         with self._tx() as tx:

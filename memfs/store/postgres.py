@@ -59,21 +59,28 @@ class PgDialect:
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
-        # Any number of change records in one statement, as arrays of their columns.
-        insert = (
-            "INSERT INTO changes (tree, seq, kind, path, old_path, author, time_ns, rev, size,"
-            " sha256) SELECT :tree, * FROM unnest(:seq::bigint[], :kind::text[], :p::text[],"
-            " :old::text[], :author::text[], :now::bigint[], :rev::bigint[], :size::bigint[],"
-            " :sha::text[])"
+        columns = "tree, seq, kind, path, old_path, author, time_ns, rev, size, sha256"
+        one = (
+            f"INSERT INTO changes ({columns}) VALUES (:tree, :seq, :kind, :p, :old, :author,"
+            " :now, :rev, :size, :sha)"
         )
-        self._append = self.render(insert)
+        # Many records in one statement, as one array per column: a recursive delete of
+        # any size is one insert. (One record goes as plain values: sending arrays costs
+        # the client more.)
+        many = (
+            f"INSERT INTO changes ({columns}) SELECT :tree, * FROM unnest(:seq::bigint[],"
+            " :kind::text[], :p::text[], :old::text[], :author::text[], :now::bigint[],"
+            " :rev::bigint[], :size::bigint[], :sha::text[])"
+        )
+        self._append_one, self._append_many = self.render(one), self.render(many)
         # NOTIFY is delivered at commit, to listeners only once the change is visible.
         counters = (
             "UPDATE trees SET rev = :count_rev, seq = :count_seq WHERE id = :tree"
             " RETURNING pg_notify(:channel, :payload)"
         )
         self._finish = self.render(counters)
-        self._finish_with = self.render(f"WITH c AS ({insert}) {counters}")
+        self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
+        self._finish_many = self.render(f"WITH c AS ({many}) {counters}")
         self._put = self.render(
             "INSERT INTO blobs (tree, sha256, content) VALUES (:tree, :sha, :data)"
             " ON CONFLICT DO NOTHING"
@@ -98,14 +105,19 @@ class PgDialect:
         return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
     def append(self, db: Cursor, records: Sequence[Params]) -> None:
-        db.run(self._append, _columns(records))
+        if len(records) == 1:
+            db.run(self._append_one, records[0])
+        else:
+            db.run(self._append_many, _columns(records))
 
     def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
         params = {"count_rev": rev, "count_seq": seq, "channel": self.channel, "payload": str(seq)}
-        if records:
-            db.run(self._finish_with, {**params, **_columns(records)})
-        else:
+        if not records:
             db.run(self._finish, params)
+        elif len(records) == 1:
+            db.run(self._finish_one, {**params, **records[0]})
+        else:
+            db.run(self._finish_many, {**params, **_columns(records)})
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         db.run(self._put, {"sha": sha256, "data": data})

@@ -244,6 +244,15 @@ class PgConnections:
         return StoreUnavailable(f"the store {self.options.url} failed: {e}")
 
     # --- transactions (memfs.store.sql.Backend) -----------------------------------------
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        with self._connection() as db:
+            row: Row | None = db.execute(sql, {"tree": self.tree, **params}).fetchone()
+            return row
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        with self._connection() as db:
+            return db.execute(sql, {"tree": self.tree, **params}).fetchall()
+
     @contextmanager
     def reading(self, snapshot: bool = False) -> Iterator[PgCursor]:
         with self._connection() as db:

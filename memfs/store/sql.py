@@ -143,6 +143,12 @@ class Backend(Protocol):
     @property
     def dialect(self) -> Dialect: ...
 
+    def one(self, sql: str, params: Params = ...) -> Row | None:
+        """One statement's first row, outside any transaction of this thread."""
+
+    def all(self, sql: str, params: Params = ...) -> list[Row]:
+        """One statement's rows, outside any transaction of this thread."""
+
     def reading(self, snapshot: bool = False) -> AbstractContextManager[Cursor]:
         """A connection for statements outside any transaction of this thread
         (``snapshot``: all of them see one state of the store)."""

@@ -173,6 +173,12 @@ class SqliteConnections:
         return holder
 
     # --- transactions (memfs.store.sql.Backend) -----------------------------------------
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        return self._holder().cursor.one(sql, params)
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        return self._holder().cursor.all(sql, params)
+
     @contextmanager
     def reading(self, snapshot: bool = False) -> Iterator[SqliteCursor]:
         holder = self._holder()
