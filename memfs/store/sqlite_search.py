@@ -3,7 +3,7 @@
 ``search_text`` is an FTS5 table with the ``trigram`` tokenizer, one row per file keyed
 by the file's ``entries.id`` (stable across renames, so a rename changes nothing in it).
 Trigrams index every substring of three characters or more, case-folded: a query term
-is found inside identifiers (``parse_rel``, ``sqlite_writes.py``), paths written in a
+is found inside identifiers (``parse_rel``, ``sqlite_search.py``), paths written in a
 file, and text in any script, with or without spaces between words (CJK), exactly the
 substring semantics :mod:`memfs.store.matching` defines. Terms shorter than three
 characters cannot use it: such a query reads the files.
