@@ -3,7 +3,9 @@ over a backend's dialect and connections (:mod:`memfs.store.sql`).
 
 Each mutation reads what its checks need first, in one go (:meth:`Cursor.ask`), decides
 with :mod:`memfs.store.rules`, and then only writes; a server backend sends those writes
-with the commit, so a mutation is a round trip for its reads and one for its writes.
+with the commit, so a mutation is a round trip for its reads and one for its writes (and
+one more to read what to sweep, when old history is due for removal). Its change
+records go in at its end, in one statement.
 Each transaction begins by reading the tree's counters (the next revision and feed
 numbers, and when the next sweep is due), which also takes the store's write lock, so
 numbers commit in order whoever writes. Per-path history (arrivals, tombstones, revival
