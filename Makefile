@@ -1,16 +1,19 @@
 # memfs developer entry points. `make test` works on a fresh machine: it installs the
 # system packages the FUSE tests need (via apt when run as root), builds .venv, and runs
-# the suite. `make run` mounts the default store at ./memories.
+# the suite. `make run` mounts the default store at memfs's default mountpoint
+# (~/memories, or $MEMFS_MOUNTPOINT), the one `memfs mount`, `umount` and `agent` use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-MOUNTPOINT ?= memories
+# Empty: memfs's own default. `make run MOUNTPOINT=dir` mounts elsewhere.
+MOUNTPOINT ?=
 # Debian packages: fuse3 gives fusermount3 and libfuse3, libfuse2 keeps the libfuse 2
 # path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive;
 # ripgrep is a native baseline in scripts/bench_search.py; postgresql is the server the
-# PostgreSQL store's tests start throwaway clusters of. The script decides what is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql
+# PostgreSQL store's tests start throwaway clusters of; chromium is the browser the tests
+# of memfs web drive through Playwright. The script decides what is missing.
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium
 
 .PHONY: test run stop status lint bench system-deps venv clean
 
@@ -49,6 +52,7 @@ bench: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_sync.py
 	$(BIN)/python scripts/bench_store.py
 	$(BIN)/python scripts/bench_search.py
+	$(BIN)/python scripts/bench_regex.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -25,13 +25,18 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │       ├── UnknownScheme   no backend registered for the URL's scheme
     │       ├── ReadOnlyStore   a mutation of a store opened read-only
     │       └── NoSuchTree      a read-only open of a PostgreSQL tree that is not there
-    ├── QueryError              a search query that is empty or not a valid regex
+    ├── QueryError              a search query that is empty, not a regex RE2 runs, or
+    │                           past its time budget
     ├── MountError              the daemon cannot mount, unmount or find a mount
     ├── SyncError               the mirror cannot start or go on
     ├── TransferError           an export or import that cannot be done as asked
-    │   └── ImportRefused       ... the source holds what memfs would refuse (listed)
+    │   ├── ImportRefused       ... the source holds what memfs would refuse (listed)
+    │   └── OverLimit           ... the source brings more than an import takes
+    │       └── Bomb            ... it expands past the compression-ratio limit
     ├── AgentError              the agent loop cannot start or go on
-    └── McpError                the MCP server cannot start (address, port, options)
+    ├── HttpError               an HTTP door (mcp --http, web) cannot listen as asked
+    ├── McpError                the MCP server cannot start (address, port, options)
+    └── WebError                memfs web cannot start or serve as asked
 """
 
 from __future__ import annotations
@@ -207,6 +212,28 @@ class ImportRefused(TransferError):
     def __init__(self, message: str, *, problems: list[str]) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class OverLimit(TransferError):
+    """An import source over a limit (a file's size, all files' bytes, the number of
+    entries); nothing was imported."""
+
+
+class Bomb(OverLimit):
+    """A compressed source that expands past the ratio limit: ``packed`` bytes read
+    made ``out`` bytes (a compression bomb)."""
+
+    def __init__(self, message: str, *, packed: int, out: int) -> None:
+        super().__init__(message)
+        self.packed, self.out = packed, out
+
+
+class HttpError(MemfsError):
+    """An HTTP door cannot listen as asked (a bad address, a port in use); one line."""
+
+
+class WebError(MemfsError):
+    """``memfs web`` cannot start or serve as asked; the message says why in one line."""
 
 
 class McpError(MemfsError):

@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.clock",
     "tests.fixtures.mcp",
+    "tests.fixtures.web",
 ]
 
 

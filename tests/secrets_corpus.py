@@ -77,6 +77,17 @@ PNG_B64 = (
 )
 
 
+# Stripe's keys are 107 characters now; the library's regex counts 24 after the prefix.
+STRIPE_LONG = (
+    "sk_live_513WD41gHgIhcPh8pnYhDhJRzRO6RbJHyPIrkoxbO7"
+    "KvCyh2S0D3ic0EKXKfs3yjqxkkSWM4hYlnySK0pWTqcFwtEkbGggSzOif"
+)
+STRIPE_RESTRICTED = (
+    "rk_live_51YH1mHZuYoTNJmAFTPvBZBH3CRY3v3muM0R7ZVz2j"
+    "OLbSRQGw5kKhmQHc8fBEdOEqTuAmJoJq1dbU2tK3dJ1ES5TtgW7d41BXE"
+)
+
+
 def _c(name: str, text: str, secret: str, kind: str) -> Case:
     return Case(name, text, secret, kind)
 
@@ -137,6 +148,24 @@ CREDENTIALS: tuple[Case, ...] = (
         "Staging billing uses sk_test_RRFruqeUKOf8eUiClOLyLm8u.\n",
         "sk_test_RRFruqeUKOf8eUiClOLyLm8u",
         "stripe-key",
+    ),
+    _c(
+        "stripe live key, 107 characters",
+        f"STRIPE_KEY in the vault is sk_live_513W...; the old one was\n{STRIPE_LONG} (rotated).\n",
+        STRIPE_LONG,
+        "stripe-key",
+    ),
+    _c(
+        "stripe restricted key, 107 characters",
+        f"Reports job: {STRIPE_RESTRICTED}\n",
+        STRIPE_RESTRICTED,
+        "stripe-key",
+    ),
+    _c(
+        "slack bot token, longer than its regex",
+        "bot xoxb-865434626839-3274509013480-RyZcsRgwayVdgHNQSgYHK2ztnBkO6lH6 posts alerts\n",
+        "xoxb-865434626839-3274509013480-RyZcsRgwayVdgHNQSgYHK2ztnBkO6lH6",
+        "slack-token",
     ),
     _c("rsa private key", f"Deploy key:\n{RSA_KEY}\nKeep it safe.\n", RSA_KEY, "private-key"),
     _c("openssh private key", f"{OPENSSH_KEY}\n", OPENSSH_KEY, "private-key"),
@@ -378,4 +407,35 @@ LOOK_ALIKES: tuple[Case, ...] = (
     Case("ssh command", "ssh -i ~/.ssh/id_ed25519 deploy@build.example.com\n"),
     Case("model id", "Use claude-sonnet-4-5-20250929 with max_tokens 4096.\n"),
     Case("prose about keys", "Stripe secret keys start with sk_live_ and GitHub's with ghp_.\n"),
+    # Identifiers, paths and labelled digests: long runs of letters and digits that are
+    # not random (the entropy rule's false positives before the identifier check).
+    Case(
+        "camel-case class name",
+        "Subclass ConcurrentHashMapV8TreeBinEntrySetView2Impl, not the base.\n",
+    ),
+    Case("kotlin class path", "kotlinx.coroutines.internal.LockFreeLinkedListNode2Companion\n"),
+    Case("ios delegate name", "Adopt UICollectionViewDataSourcePrefetching2DelegateV3Bridge.\n"),
+    Case(
+        "swing state name",
+        "See InternalFrameTitlePaneMaximizeButtonWindowNotFocusedState1 in Nimbus.\n",
+    ),
+    Case(
+        "python path",
+        "Patched /usr/lib/python3/dist-packages/SomeModule3Helper/AnotherThing9 locally.\n",
+    ),
+    Case(
+        "java source path",
+        "Open src/main/java/org/springframework/boot/jdbc/DataSource2PropertiesBinder.java\n",
+    ),
+    Case(
+        "sha512 base64 digest",
+        "sha512: z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7"
+        "kxvUdBeoGlODJ6+SfaPg==\n",
+    ),
+    Case("sha256 base64 digest", "digest=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"),
+    Case("etag", 'ETag: W/"XkR3pQ9vLmN2bT7yU5wZ1aC4dF8gH0jKsEoIuYtRqWe"\n'),
+    Case(
+        "method name with digits",
+        "getOrCreateUserSessionTokenCacheForTenant2 returns the cached session.\n",
+    ),
 )

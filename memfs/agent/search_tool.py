@@ -32,9 +32,10 @@ DESCRIPTION = (
     " Use it before viewing files one by one when the memory is large or you do not know"
     " where something was written. `query`: words that must all appear in a file, ignoring"
     ' case, also inside longer words ("parse_rel", "todo"); put a phrase in double quotes.'
-    " Set `regex` to true to give one regular expression (Python syntax, case-sensitive)"
-    " matched line by line instead. `path`: a directory or file under /memories to search"
-    " (default /memories). `limit`: at most this many files (default 20)."
+    " Set `regex` to true to give one regular expression (Python syntax without back"
+    " references or look-around, case-sensitive) matched line by line instead. `path`: a"
+    " directory or file under /memories to search (default /memories). `limit`: at most"
+    " this many files (default 20)."
 )
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

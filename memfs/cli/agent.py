@@ -14,6 +14,7 @@ from typing import TextIO
 
 import click
 
+from memfs.cli.common import store_option
 from memfs.cli.tool import secrets_option
 from memfs.errors import MemfsError
 
@@ -109,7 +110,7 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
     type=click.Path(file_okay=False, path_type=Path),
     help="Memory directory (default: the `memfs mount` mountpoint, if mounted).",
 )
-@click.option("--store", "store_url", help="Store URL for change notices (default: the mount's).")
+@store_option("Store URL for change notices (default: the mount's).")
 @click.option("--model", default=None, help="Claude model (default: claude-sonnet-5-5).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per reply.")
 @click.option(

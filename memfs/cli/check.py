@@ -13,9 +13,10 @@ import sys
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import local_time, require_existing
+from memfs.cli.common import local_time, require_existing, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 from memfs.store.base import Revision
 
 
@@ -47,7 +48,7 @@ def _line(revision: Revision) -> str:
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def check(path: str | None, store_url: str | None, as_json: bool) -> None:
     """Check every retained revision of the store against its SHA-256 and list the
@@ -85,7 +86,7 @@ def check(path: str | None, store_url: str | None, as_json: bool) -> None:
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     for revision in damaged:
         if as_json:
             record = {

@@ -9,6 +9,7 @@ import click
 
 from memfs.cli import stores
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 
 
 @click.command()
@@ -27,6 +28,8 @@ def copy(src_url: str, dst_url: str) -> None:
         if not url.strip():
             raise click.UsageError("store URLs must not be empty")
     try:
+        # A mistyped source must not be created just to copy nothing out of it.
+        stores.require_existing_store(stores.StoreChoice(src_url, "give another SRC_URL"))
         with open_store(src_url) as src, open_store(dst_url) as dst:
             with tqdm(
                 total=src.last_seq(),
@@ -47,7 +50,9 @@ def copy(src_url: str, dst_url: str) -> None:
         raise click.ClickException(stores.message(exc, stores.FROM_OPTION)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {url}")
+    click.echo(
+        f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {shown_url(url)}"
+    )
 
 
 COMMANDS = [copy]

@@ -13,8 +13,10 @@ from datetime import datetime
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 
 
 def _choice(path: str | None, store_url: str | None) -> StoreChoice:
@@ -45,7 +47,7 @@ def _when(time_ns: int) -> str:
     metavar="DURATION",
     help="Delete files neither written nor viewed by the model for this long (90m, 12h, 30d).",
 )
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file, for scripts.")
 def expire(
@@ -74,7 +76,7 @@ def expire(
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     verb = "would delete" if dry_run else "deleted"
     if as_json:
         for f in report.deleted:

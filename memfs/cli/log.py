@@ -11,13 +11,11 @@ from collections.abc import Iterable
 
 import click
 
-from memfs.cli.history import local_time, target
+from memfs.cli.common import local_time, store_option, target
 from memfs.history.when import BadWhen, resolve_point
 from memfs.store.base import Store
 
-STORE_OPTION = click.option(
-    "--store", "store_url", metavar="URL", help="Store URL (default: the mount's or the user's)."
-)
+STORE_OPTION = store_option()
 
 
 def point(store: Store, when: str, option: str = "--since") -> int:

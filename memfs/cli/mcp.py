@@ -13,8 +13,9 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.cli.tool import handler_options
-from memfs.errors import MemfsError, MountError
+from memfs.errors import HttpError, McpError, MemfsError, MountError
 
 TOKEN_ENV = "MEMFS_MCP_TOKEN"
 
@@ -37,12 +38,9 @@ def _say(message: str) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The directory /memories maps to: a memfs mount or a plain directory.",
 )
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Serve this store (through its running mount, else a mount of the server's own). "
-    "Default without --root: $MEMFS_STORE or the user's memory.db.",
+@store_option(
+    "Serve this store (through its running mount, else a mount of the server's own). "
+    "Default without --root: $MEMFS_STORE or the user's memory.db."
 )
 @click.option(
     "--http",
@@ -96,7 +94,10 @@ def mcp(
     try:
         address = sock = None
         if http_address is not None:
-            address = http.parse_address(http_address)
+            try:
+                address = http.parse_address(http_address)
+            except (HttpError, McpError) as exc:  # not HOST:PORT at all: usage, exit 2
+                raise click.UsageError(str(exc)) from exc
             if token is None and not http.is_loopback(address):
                 raise click.UsageError(
                     f"--http {http_address} is reachable from other machines: give --token "

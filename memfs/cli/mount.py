@@ -8,11 +8,13 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
 from memfs.mount import daemon, host, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 from memfs.program import command
+from memfs.store import shown_url
 
 
 def _fail(exc: MemfsError, elsewhere: str | None = None) -> click.ClickException:
@@ -26,7 +28,7 @@ def _note(message: str) -> None:
 def _mounted_message(record: MountRecord) -> str:
     mp = record.mountpoint
     return (
-        f"Mounted {record.store_url} at {mp} (pid {record.pid}).\n"
+        f"Mounted {shown_url(record.store_url)} at {mp} (pid {record.pid}).\n"
         f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
         f"Stop with: {command('umount', mp)}"
     )
@@ -34,12 +36,7 @@ def _mounted_message(record: MountRecord) -> str:
 
 @click.command()
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Store URL (default: $MEMFS_STORE or the user's memory.db).",
-)
+@store_option("Store URL (default: $MEMFS_STORE or the user's memory.db).")
 @click.option("--foreground", is_flag=True, help="Serve in this process until Ctrl-C.")
 @click.option("--debug", is_flag=True, help="Log every FUSE request (to the log, or stderr).")
 @click.option(

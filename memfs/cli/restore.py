@@ -12,10 +12,11 @@ import json
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import local_time, target
+from memfs.cli.common import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import author_for
+from memfs.store import shown_url
 
 _VERBS = {
     "write": "put back",
@@ -31,7 +32,7 @@ def _again(choice: StoreChoice, *args: str) -> str:
 
     if choice.elsewhere in (stores.FROM_DEFAULT, stores.FROM_ENV):
         return command(*args)
-    return command(*args, "--store", choice.url)
+    return command(*args, "--store", shown_url(choice.url))
 
 
 def _undo_hint(choice: StoreChoice) -> str:
@@ -174,6 +175,30 @@ def undo(
     click.echo(summary)
 
 
+def _check_name(name: str) -> None:
+    """Refuse a name ``restore --to`` would read as something else: a WHEN is tried as a
+    checkpoint first, so a checkpoint "2h" would shadow the duration for good."""
+    from memfs.history.when import BadWhen, parse_duration, parse_time
+
+    text = name.strip()
+    if not text or text.isdigit():
+        raise click.BadParameter("a checkpoint name needs a letter (numbers are revisions)")
+    try:
+        parse_duration(text)
+    except BadWhen:
+        pass
+    else:
+        raise click.BadParameter(
+            f"{name!r} reads as a duration (2h, 3d); a checkpoint name must not, or"
+            " `restore --to` could not tell them apart: give it a word, e.g. before-refactor"
+        )
+    if parse_time(text) is not None:
+        raise click.BadParameter(
+            f"{name!r} reads as a time; a checkpoint name must not, or `restore --to` could"
+            " not tell them apart: give it a word, e.g. before-refactor"
+        )
+
+
 @click.command()
 @click.argument("name", required=False)
 @click.option("--list", "listing", is_flag=True, help="List the checkpoints.")
@@ -189,8 +214,8 @@ def checkpoint(
     """
     if listing == (name is not None):
         raise click.UsageError("give a NAME, or --list")
-    if name is not None and (name.strip().isdigit() or not name.strip()):
-        raise click.BadParameter("a checkpoint name needs a letter (numbers are revisions)")
+    if name is not None:
+        _check_name(name)
     with target(None, store_url) as (store, _, choice):
         if listing:
             for cp in store.checkpoints():

@@ -19,8 +19,9 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.errors import MemfsError, PathError, QueryError, StoreUnavailable
+from memfs.store import shown_url
 from memfs.store.base import SearchHit, Store
 
 
@@ -68,12 +69,16 @@ def _hits_json(hits: list[SearchHit], shown: list[str]) -> str:
 @click.command()
 @click.argument("query", metavar="QUERY")
 @click.argument("path", metavar="[PATH]", required=False)
-@click.option("--regex", is_flag=True, help="QUERY is a regular expression (Python syntax).")
+@click.option(
+    "--regex",
+    is_flag=True,
+    help="QUERY is a regular expression (RE2: Python's syntax without backtracking).",
+)
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N files."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the hits.")
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 def search(
     query: str, path: str | None, regex: bool, limit: int, as_json: bool, store_url: str | None
 ) -> None:
@@ -109,7 +114,7 @@ def search(
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     shown = [_shown(hit, mount_base, rel) for hit in hits]
     if as_json:
         click.echo(_hits_json(hits, shown))

@@ -19,10 +19,13 @@ from dataclasses import asdict, dataclass
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
+from memfs.paths import shown
 from memfs.secrets import Finding, mask, scan
+from memfs.store import shown_url
 from memfs.store.base import Store
+from memfs.store.matching import decode_text
 
 PREVIEW_WIDTH = 100
 
@@ -65,10 +68,15 @@ def preview(text: str, finding: Finding, findings: list[Finding]) -> str:
 
 
 def _rows(path: str, rev: int, current: bool, data: bytes) -> list[Row]:
-    text = data.decode("utf-8", errors="replace")
+    """The findings in one revision; binary content (a NUL byte, not UTF-8) is skipped,
+    as search skips it, and every printed string has its control bytes escaped."""
+    text = decode_text(data)
+    if text is None:
+        return []
     findings = scan(text)
     return [
-        Row(path, rev, current, f.line, f.kind, f.why, preview(text, f, findings)) for f in findings
+        Row(shown(path), rev, current, f.line, f.kind, f.why, shown(preview(text, f, findings)))
+        for f in findings
     ]
 
 
@@ -169,7 +177,7 @@ def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
 
 @click.command("secrets")
 @click.argument("path", metavar="[PATH]", required=False)
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--history", "with_history", is_flag=True, help="Also scan old revisions and deleted files."
 )
@@ -210,7 +218,7 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     if not as_json:
         click.echo(_summary(rows, tally, with_history))
 

@@ -8,29 +8,20 @@ command that recovers or restarts it. A store with tree caps (``?max_tree_bytes=
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
 
+from memfs.cli.common import size_text, store_option, table
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.store import shown_url
 
 if TYPE_CHECKING:
     from memfs.mount.state import MountRecord
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _age(started: float) -> str:
@@ -46,12 +37,6 @@ def _since(started: float) -> str:
     return datetime.fromtimestamp(started).isoformat(timespec="seconds")
 
 
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
 def caps_line(
     files: int,
     size: int,
@@ -62,11 +47,13 @@ def caps_line(
     """Use against each cap: ``3 of 100 files, 1.2 KiB of 1.0 MiB, at most 64.0 MiB a file``."""
     count = f"{files} of {max_files} files" if max_files is not None else f"{files} files (no cap)"
     total = (
-        f"{_size(size)} of {_size(max_tree_bytes)}"
+        f"{size_text(size)} of {size_text(max_tree_bytes)}"
         if max_tree_bytes is not None
-        else f"{_size(size)} (no cap)"
+        else f"{size_text(size)} (no cap)"
     )
-    per_file = f"at most {_size(max_file_bytes)} a file" if max_file_bytes else "no cap per file"
+    per_file = (
+        f"at most {size_text(max_file_bytes)} a file" if max_file_bytes else "no cap per file"
+    )
     return f"{count}, {total}, {per_file}"
 
 
@@ -115,23 +102,29 @@ def _health_notes(r: MountRecord) -> list[str]:
     return notes
 
 
-def _mounts() -> None:
+def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
+    """The mounts' table and notes, or (``out``) their JSON records added to ``out``."""
     from memfs.mount import daemon
 
     mounts = daemon.status()
     journals = daemon.left_over_journals()
     for url, n in journals.items():
+        again = command("mount", "--store", shown_url(url))
+        if out is not None:
+            out["journals"].append({"store": shown_url(url), "journals": n, "recover": again})
+            continue
         click.echo(
             f"Writes a stopped memfs daemon acknowledged are waiting in {n} journal(s) for "
-            f"{url}; mount that store again to save them: {command('mount', '--store', url)}"
+            f"{shown_url(url)}; mount that store again to save them: {again}"
         )
-    if not mounts:
+    if not mounts and out is None:
         click.echo("No memfs mounts.")
         return
     rows = [("MOUNTPOINT", "STORE", "PID", "STATE", "UP", "FILES", "SIZE", "LOG")]
-    notes = []
+    notes: list[str] = []
     for m in mounts:
         r = m.record
+        before = len(notes)
         if m.alive:
             state_text = "mounted" if m.mounted else "starting"
             files = "-" if m.files is None else str(m.files)
@@ -159,6 +152,24 @@ def _mounts() -> None:
                     else "nothing is left mounted."
                 )
             )
+        if out is not None:
+            out["mounts"].append(
+                {
+                    "mountpoint": r.mountpoint,
+                    "store": shown_url(r.store_url),
+                    "pid": r.pid,
+                    "state": state_text,
+                    "started": r.started,
+                    "files": m.files,
+                    "bytes": m.bytes,
+                    "max_files": m.max_files,
+                    "max_tree_bytes": m.max_tree_bytes,
+                    "max_file_bytes": m.max_file_bytes,
+                    "log": r.log_path,
+                    "notes": [n.removeprefix(f"{r.mountpoint}: ") for n in notes[before:]],
+                }
+            )
+            continue
         rows.append(
             (
                 r.mountpoint,
@@ -167,24 +178,27 @@ def _mounts() -> None:
                 state_text,
                 _age(r.started),
                 files,
-                _size(m.bytes),
+                size_text(m.bytes),
                 r.log_path,
             )
         )
-    _table(rows)
+    if out is not None:
+        return
+    table(rows)
     for note in notes:
         click.echo(note)
 
 
-def _mirrors() -> None:
+def _mirrors(out: dict[str, list[dict[str, object]]] | None = None) -> None:
     from memfs.sync import running
 
     live, stale = running.scan()
     if not live and not stale:
         return  # nothing to say: most people never run a mirror
     rows = [("MIRROR", "STORE", "PID", "STATE", "SINCE")]
-    notes = []
+    notes: list[str] = []
     for record, alive in [(r, True) for r in live] + [(r, False) for r in stale]:
+        before = len(notes)
         rows.append(
             (
                 record.dir,
@@ -199,48 +213,75 @@ def _mirrors() -> None:
             if line is not None:
                 notes.append(f"{record.dir}: caps: {line}")
         if not alive:
-            restart = command("sync", record.dir, "--store", record.store_url)
+            restart = command("sync", record.dir, "--store", shown_url(record.store_url))
             notes.append(
                 f"{record.dir}: its mirror (pid {record.pid}) died; restart it with: {restart}"
             )
+        if out is not None:
+            out["mirrors"].append(
+                {
+                    "dir": record.dir,
+                    "store": shown_url(record.store_url),
+                    "pid": record.pid,
+                    "state": "syncing" if alive else "dead",
+                    "started": record.started,
+                    "notes": [n.removeprefix(f"{record.dir}: ") for n in notes[before:]],
+                }
+            )
+    if out is not None:
+        return
     click.echo()
-    _table(rows)
+    table(rows)
     for note in notes:
         click.echo(note)
 
 
-def _one_store(url: str) -> None:
+def _one_store(url: str, as_json: bool = False) -> None:
     from memfs.cli import stores
     from memfs.errors import StoreUnavailable
     from memfs.store import open_store
 
     choice = stores.choose(url)
+    stores.require_existing_store(choice)  # its message names the store already
     try:
-        stores.require_existing_store(choice)
         with open_store(choice.url) as store:
             usage = store.usage()
             caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {choice.url})") from exc
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+    if as_json:
+        record = {
+            "store": shown_url(choice.url),
+            "files": usage.files,
+            "dirs": usage.dirs,
+            "bytes": usage.bytes,
+            "max_files": caps[0],
+            "max_tree_bytes": caps[1],
+            "max_file_bytes": caps[2],
+        }
+        click.echo(json.dumps(record, ensure_ascii=False))
+        return
     line = caps_line(usage.files, usage.bytes, *caps)
-    click.echo(f"{choice.url}: {usage.dirs} directories; caps: {line}")
+    click.echo(f"{shown_url(choice.url)}: {usage.dirs} directories; caps: {line}")
 
 
 @click.command()
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="Show only this store's use against its caps (files, bytes, per file).",
-)
-def status(store_url: str | None) -> None:
+@store_option("Show only this store's use against its caps (files, bytes, per file).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: mounts, mirrors, journals.")
+def status(store_url: str | None, as_json: bool) -> None:
     """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors,
     with use against the caps of each capped store."""
     try:
         if store_url is not None:
-            _one_store(store_url)
+            _one_store(store_url, as_json)
+            return
+        if as_json:
+            out: dict[str, list[dict[str, object]]] = {"mounts": [], "mirrors": [], "journals": []}
+            _mounts(out)
+            _mirrors(out)
+            click.echo(json.dumps(out, ensure_ascii=False))
             return
         _mounts()
         _mirrors()

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
+from memfs.store import shown_url
 
 if TYPE_CHECKING:
     from memfs.sync import Mirror
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option("--once", is_flag=True, help="Do one reconciliation pass and exit.")
 @click.option(
     "--state",
@@ -48,24 +50,50 @@ def sync(
 
     choice = stores.choose(store_url)
     url = choice.url
-    handler = _log_to_stderr(verbose)
+    handler = _log_to_stderr(verbose, quiet_warnings=once and not verbose)
     try:
         # The store first: a bad one must fail before DIR is created for it.
         with open_store(url) as store:
             _create_missing(directory)
             mirror = Mirror(directory, store, state_path=state_path)
             if once:
-                mirror.run_once()
-                click.echo(f"Synced {mirror.root} with {url}.")
+                problems = _Problems(verbose)
+                logging.getLogger("memfs.sync").addHandler(problems)
+                try:
+                    mirror.run_once()
+                finally:
+                    logging.getLogger("memfs.sync").removeHandler(problems)
+                problems.check(mirror.root)
+                click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
                 return
             _stop_on_signals(mirror)
-            click.echo(f"Syncing {mirror.root} with {url} (Ctrl-C to stop).", err=True)
+            click.echo(f"Syncing {mirror.root} with {shown_url(url)} (Ctrl-C to stop).", err=True)
             running.run_recorded(mirror)
             click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     finally:
         logging.getLogger("memfs.sync").removeHandler(handler)
+
+
+class _Problems(logging.Handler):
+    """What a one-off pass could not do: its warnings, so that ``--once`` fails with one
+    line saying how many and the first, rather than claiming it synced."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.verbose = verbose
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+    def check(self, root: Path) -> None:
+        if not self.seen:
+            return
+        n = len(self.seen)
+        more = f" (and {n - 1} more: run with -v for each)" if n > 1 and not self.verbose else ""
+        raise click.ClickException(f"could not sync {root}: {self.seen[0]}{more}")
 
 
 def _create_missing(directory: Path) -> None:
@@ -80,10 +108,13 @@ def _create_missing(directory: Path) -> None:
     click.echo(f"Created {directory.absolute()}.", err=True)
 
 
-def _log_to_stderr(verbose: bool) -> logging.Handler:
+def _log_to_stderr(verbose: bool, quiet_warnings: bool = False) -> logging.Handler:
     # Warnings (conflicts, skipped files, restored wipes) are the person's only news of
-    # what the mirror decided, so they go to stderr even without -v.
+    # what the mirror decided, so they go to stderr even without -v; a one-off pass
+    # (``quiet_warnings``) sums them up in its one error line instead.
     handler = logging.StreamHandler(sys.stderr)
+    if quiet_warnings:
+        handler.setLevel(logging.ERROR)
     handler.setFormatter(logging.Formatter("memfs sync: %(message)s"))
     logger = logging.getLogger("memfs.sync")
     logger.addHandler(handler)

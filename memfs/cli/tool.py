@@ -15,8 +15,11 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
+from memfs.cli.common import store_option
 from memfs.errors import MemfsError
+from memfs.program import command
 from memfs.secrets import DEFAULT_POLICY, POLICIES
+from memfs.store import shown_url
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024
 EXAMPLE = '{"command": "view", "path": "/memories"}'
@@ -100,7 +103,18 @@ def _open_handler(
     # Imported here so `memfs --help` and the other command groups stay light.
     from memfs.backing import store_behind
     from memfs.handler import MemoryHandler
+    from memfs.mount import state
 
+    if store_url is not None and state.lookup(root) is None:
+        # The handler works on ROOT's files: a store that does not show them would be
+        # checked for caps and told of views while the files it holds go untouched.
+        again = command("mount", str(root), "--store", shown_url(store_url))
+        click.echo(
+            f"memfs tool: not using --store: {root} is a plain directory, not a memfs mount"
+            f" of that store; mount it there first ({again}) to work on the store",
+            err=True,
+        )
+        store_url = None
     try:
         backing = store_behind(root, store_url)
     except MemfsError as err:
@@ -162,13 +176,10 @@ def _stream(handler: Any, stdin: BinaryIO) -> None:
     help="The directory that /memories maps to (it must exist).",
 )
 @handler_options
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    help="The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
+@store_option(
+    "The store ROOT shows (default: the mount's, when ROOT is in a memfs mount); "
     "its caps (?max_tree_bytes=N&max_files=N) are told to the model with numbers and "
-    "file views count as use for `memfs expire`.",
+    "file views count as use for `memfs expire`."
 )
 @click.argument("command_json", required=False)
 def tool(

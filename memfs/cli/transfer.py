@@ -14,9 +14,10 @@ from types import TracebackType
 import click
 
 from memfs.cli import stores
-from memfs.cli.history import require_existing, resolve
+from memfs.cli.common import require_existing, resolve, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
+from memfs.store import shown_url
 
 _SHOWN_PROBLEMS = 20
 
@@ -68,7 +69,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 @click.command("export")
 @click.argument("dest", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--prefix",
     metavar="PATH",
@@ -114,7 +115,7 @@ def export_cmd(
 
 @click.command("import")
 @click.argument("src", type=click.Path(path_type=Path))
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
+@store_option()
 @click.option(
     "--prefix",
     metavar="PATH",
@@ -140,6 +141,9 @@ def import_cmd(
 
     if history and (prefix is not None or overwrite):
         raise click.UsageError("--history copies a whole store: no --prefix or --overwrite")
+    if not src.exists() and not src.is_symlink():
+        # Before the store is opened: a mistyped SRC must not create an empty store.
+        raise click.ClickException(f"cannot import {src}: there is nothing there")
     choice, rel = _choose(prefix, store_url)
     try:
         with open_store(choice.url) as store, _Bar("import", quiet) as bar:
@@ -158,7 +162,7 @@ def import_cmd(
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
-    where = choice.url + (f" under {rel}" if rel else "")
+    where = shown_url(choice.url) + (f" under {rel}" if rel else "")
     if history:
         click.echo(
             f"imported {_count(result.revisions, 'change', 'changes')} of history: "

@@ -6,16 +6,20 @@ an SQLite file holds one.
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from memfs.cli import stores
-from memfs.cli.status import _size, _table
+from memfs.cli.common import size_text, store_option, table
 from memfs.errors import MemfsError, StoreUnavailable
+from memfs.store import shown_url
 
 
 @click.command()
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: the user's store).")
-def trees(store_url: str | None) -> None:
+@store_option()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per tree.")
+def trees(store_url: str | None, as_json: bool) -> None:
     """List the memory trees in the store's database: name, files, size, changes, URL."""
     from memfs.store import list_trees
 
@@ -26,6 +30,18 @@ def trees(store_url: str | None) -> None:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
+    if as_json:
+        for t in found:
+            record = {
+                "tree": t.name,
+                "files": t.usage.files,
+                "dirs": t.usage.dirs,
+                "bytes": t.usage.bytes,
+                "changes": t.last_seq,
+                "url": shown_url(t.url),
+            }
+            click.echo(json.dumps(record, ensure_ascii=False))
+        return
     if not found:
         click.echo(
             "No memory trees in this database yet; mounting a URL with ?tree=NAME makes one."
@@ -38,12 +54,12 @@ def trees(store_url: str | None) -> None:
                 t.name,
                 str(t.usage.files),
                 str(t.usage.dirs),
-                _size(t.usage.bytes),
+                size_text(t.usage.bytes),
                 str(t.last_seq),
-                t.url,
+                shown_url(t.url),
             )
         )
-    _table(rows)
+    table(rows)
 
 
 COMMANDS = [trees]

@@ -71,6 +71,9 @@ _CONTENT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
 _PATH_FIELDS = ("path", "old_path", "new_path")
 # The field of each writing command that brings new text, scanned for credentials.
 _WRITTEN_FIELD = {"create": "file_text", "str_replace": "new_str", "insert": "insert_text"}
+# The path field of each command that makes a new name, screened for credentials too:
+# a token in a file name is stored, listed and shown like content.
+_NAMING_FIELD = {"create": "path", "rename": "new_path"}
 
 
 def _fields(command: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,7 +205,7 @@ class MemoryHandler:
             # The gate reads every path once, first: a path it refuses gets its message,
             # whatever else is wrong with the command.
             gated = {key: parse(fields[key]) for key in _PATH_FIELDS if key in fields}
-            note = self._screen(name, fields)
+            note = self._screen_name(name, fields, gated) + self._screen(name, fields)
             result = self._dispatch[name](fields, gated)
             if note and not result.is_error:
                 return Result(f"{result.content}{note}", False)
@@ -215,7 +218,9 @@ class MemoryHandler:
             if exc.errno == errno.EDQUOT and isinstance(command, Mapping):
                 raw = command.get("path", command.get("new_path", "/memories"))
                 return Result(self._keeping.full(name, str(raw)), True)
-            log.warning("memory command %s failed on %s", name, self.root, exc_info=True)
+            # Expected (a read-only or full disk): the result tells the model, and a door
+            # such as `memfs tool` must not print a traceback beside it.
+            log.info("memory command %s failed on %s: %s", name, self.root, exc)
             return Result(strings.os_error(name, _os_reason(exc)), True)
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
@@ -235,6 +240,27 @@ class MemoryHandler:
             raise Refused(strings.secrets_refused(fields["path"], field, found))
         fields[field] = redact(fields[field], findings)
         return strings.secrets_redacted(field, found)
+
+    def _screen_name(self, name: str, fields: dict[str, Any], gated: dict[str, MemPath]) -> str:
+        """The secrets policy for the name ``name`` makes: refuse the command, or give
+        the entry the name with each credential replaced by its marker (returning the
+        note), the new name passing the gate again."""
+        field = _NAMING_FIELD.get(name)
+        if field is None or self.secrets == "allow":
+            return ""
+        path: str = fields[field]
+        findings: list[Finding] = scan(path)
+        if not findings:
+            return ""
+        found = [(f.kind, f.why) for f in findings]
+        shown = redact(path, findings)
+        if self.secrets == "refuse":
+            raise Refused(strings.secret_name_refused(shown, found))
+        fields[field] = shown
+        gated[field] = parse(shown)
+        if name == "create" and fields.get("path") is not None:
+            fields["path"] = shown
+        return strings.secret_name_redacted(shown, found)
 
     # One method per command, for callers that have the arguments at hand.
 

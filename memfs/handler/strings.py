@@ -400,6 +400,29 @@ def secrets_refused(path: str, field: str, found: Iterable[tuple[int, str, str]]
     )
 
 
+def secret_name_refused(shown: str, found: Iterable[tuple[str, str]]) -> str:
+    """A create or rename refused because the new name holds credentials; ``shown`` is
+    the name with each one replaced by its marker (the secret is never echoed)."""
+    found = list(found)
+    kinds = ", ".join(kind for kind, _why in found)
+    return (
+        f"Error: The path {shown} contains {_plural(len(found), 'likely credential')} "
+        f"({kinds}) in its name; credentials must not be stored in memory, in names either. "
+        "Nothing was written. Name the file after what it holds instead."
+    )
+
+
+def secret_name_redacted(shown: str, found: Iterable[tuple[str, str]]) -> str:
+    """The note after a success string when the new name had credentials redacted."""
+    found = list(found)
+    lines = [f"- [REDACTED:{kind}], {why}" for kind, why in found]
+    return (
+        f"\n\nNote: memfs replaced {_plural(len(found), 'likely credential')} in the name "
+        f"with [REDACTED:kind] markers, because credentials must not be stored in memory; "
+        f"the entry is {shown}:\n" + "\n".join(lines)
+    )
+
+
 # --- delete and rename -----------------------------------------------------------------
 
 

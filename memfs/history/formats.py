@@ -3,9 +3,19 @@
 Readers turn a source into a stream of :class:`Member` records, parents before children
 where the source has an order (a directory, a tar as written); they judge nothing about
 names or kinds beyond what the format says: :mod:`memfs.history.transfer` decides what
-memfs accepts. Content is read on demand, one member at a time, so a tree is never held
-in memory whole. A tar is read front to back (``r:*``, whose forward seeks a gzip file
-serves by reading on; tarfile's pure stream mode ``r|*`` was 2.3x slower on 10,000 files).
+memfs accepts. Each member carries the size its source declares (a tar or zip header, a
+file's ``stat``) so limits are checked before any byte is read, and content is opened on
+demand, one member at a time, so a tree is never held in memory whole. A tar is read
+front to back (forward seeks over a compressed stream are served by reading on;
+tarfile's pure stream mode ``r|*`` was 2.3x slower on 10,000 files).
+
+A compressed tar (gzip, bzip2 or xz, whatever its suffix says) is decompressed through
+:class:`Guarded`, which refuses the source (:class:`Bomb`) as soon as more than
+``max_ratio`` times the bytes read from the disk come out of it, past a floor of
+:data:`RATIO_FLOOR`: skipping a member's data costs its decompression too, so a
+compression bomb is refused however the archive is walked, in constant memory. A zip's
+ratio is judged from its headers, and its entry count from its end record before
+:mod:`zipfile` reads the central directory.
 
 Writers take directories and files and put them in place only when the whole export is
 written (:meth:`Writer.finish`): a failed export leaves nothing at the destination.
@@ -21,7 +31,10 @@ What each form keeps:
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import os
 import shutil
 import stat
@@ -33,7 +46,9 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
+
+from memfs.errors import Bomb, TransferError
 
 MemberKind = Literal["file", "dir", "link", "special"]
 Format = Literal["directory", "tar", "tar.gz", "zip"]
@@ -44,6 +59,13 @@ _MEMFS_NS = 0x6D66  # memfs's own: version byte + mtime in nanoseconds (int64)
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
+# Decompressed output below this is never judged by its ratio (small, very repetitive
+# files compress far better than whole trees do).
+RATIO_FLOOR = 16 * 1024 * 1024
+DEFAULT_MAX_RATIO = 250  # deflate's best is ~1,030:1; text trees compress 3-30:1
+_CHUNK = 1 << 20
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """One entry of a source as the format names it (``name`` uses ``/``)."""
@@ -52,7 +74,110 @@ class Member:
     kind: MemberKind
     mode: int | None = None  # permission bits, when the format holds them
     mtime_ns: int | None = None
-    read: Callable[[], bytes] | None = None  # files only; call before the next member
+    # files only: the content as a binary stream; open it before the next member
+    open: Callable[[], IO[bytes]] | None = None
+    size: int | None = None  # bytes the source declares for a file's content
+    packed: int | None = None  # a zip member's compressed size, for its ratio
+
+
+def ratio_problem(out: int, packed: int, max_ratio: int) -> str | None:
+    """Why ``out`` bytes made from ``packed`` look like a compression bomb, or None."""
+    if out <= RATIO_FLOOR or out <= max_ratio * max(packed, 1):
+        return None
+    return f"{out / max(packed, 1):,.0f} times the size it takes on disk"
+
+
+class Guarded(io.RawIOBase):
+    """A decompressing stream (gzip, bzip2, xz) over ``raw`` that raises :class:`Bomb`
+    once its output passes ``max_ratio`` times what was read from ``raw``. Seeks forward
+    read on through the guard; a seek backward rewinds the decompressor."""
+
+    def __init__(self, raw: IO[bytes], inner: io.BufferedIOBase, max_ratio: int, name: str) -> None:
+        super().__init__()
+        self.raw, self.inner, self.max_ratio, self.name = raw, inner, max_ratio, name
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def _check(self) -> None:
+        out, packed = self.inner.tell(), self.raw.tell()
+        why = ratio_problem(out, packed, self.max_ratio)
+        if why is not None:
+            raise Bomb(
+                f"{self.name} expands to {why} (more than {self.max_ratio} times), as a"
+                " compression bomb does",
+                packed=packed,
+                out=out,
+            )
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            parts = []
+            while chunk := self.read(_CHUNK):
+                parts.append(chunk)
+            return b"".join(parts)
+        data = self.inner.read(n)
+        self._check()
+        return data
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # RawIOBase's buffer type
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        here = self.inner.tell()
+        target = offset if whence == io.SEEK_SET else here + offset
+        if whence not in (io.SEEK_SET, io.SEEK_CUR) or target < here:
+            return self.inner.seek(offset, whence)
+        while here < target and (chunk := self.read(min(target - here, _CHUNK))):
+            here += len(chunk)
+        return here
+
+    def tell(self) -> int:
+        return self.inner.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.inner.close()
+            self.raw.close()
+        super().close()
+
+
+def _decompressor(raw: IO[bytes]) -> io.BufferedIOBase | None:
+    """The decompressing reader of ``raw`` by its magic bytes, or None for a plain tar."""
+    magic = raw.read(6)
+    raw.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(raw)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(raw)
+    return None
+
+
+# Archive suffixes memfs does not write: a destination so named is refused, not made a
+# directory that only looks like an archive.
+OTHER_ARCHIVES = (
+    ".rar", ".7z", ".tar.bz2", ".tbz", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst",
+    ".tar.lz", ".tar.lzma", ".bz2", ".xz", ".gz", ".zst", ".lz", ".lzma", ".z", ".cpio",
+    ".jar", ".war", ".iso", ".cab", ".arj", ".lzh", ".ar", ".deb", ".rpm", ".dmg", ".tar.z",
+)  # fmt: skip
+WRITTEN = ".tar, .tar.gz, .tgz or .zip"
+
+
+def unknown_archive(path: Path) -> str | None:
+    """The suffix of an archive form memfs does not write that ``path`` names, or None."""
+    name = path.name.lower()
+    if format_of(path) != "directory":
+        return None
+    return next(
+        (s for s in sorted(OTHER_ARCHIVES, key=len, reverse=True) if name.endswith(s)), None
+    )
 
 
 def format_of(path: Path) -> Format:
@@ -84,12 +209,12 @@ def source_format(path: Path) -> Format | None:
 # --- reading -----------------------------------------------------------------------------
 
 
-def read_source(path: Path, fmt: Format) -> Iterator[Member]:
+def read_source(path: Path, fmt: Format, max_ratio: int = DEFAULT_MAX_RATIO) -> Iterator[Member]:
     if fmt == "directory":
         return read_directory(path)
     if fmt == "zip":
-        return read_zip(path)
-    return read_tar(path)
+        return read_zip(path, max_ratio)
+    return read_tar(path, max_ratio)
 
 
 def read_directory(root: Path) -> Iterator[Member]:
@@ -113,10 +238,11 @@ def _walk_fd(dir_fd: int, prefix: str) -> Iterator[Member]:
         except FileNotFoundError:
             continue  # gone since the listing
         mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
-        if stat.S_ISLNK(st.st_mode):
+        if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+            # A hard link is a name for a file that may live outside the tree.
             yield Member(rel, "link")
         elif stat.S_ISREG(st.st_mode):
-            yield Member(rel, "file", mode, mtime, _file_reader(dir_fd, name))
+            yield Member(rel, "file", mode, mtime, _file_opener(dir_fd, name), st.st_size)
         elif stat.S_ISDIR(st.st_mode):
             yield Member(rel, "dir", mode, mtime)
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -129,22 +255,29 @@ def _walk_fd(dir_fd: int, prefix: str) -> Iterator[Member]:
             yield Member(rel, "special")
 
 
-def _file_reader(dir_fd: int, name: str) -> Callable[[], bytes]:
-    def read() -> bytes:
+def _file_opener(dir_fd: int, name: str) -> Callable[[], IO[bytes]]:
+    def open_file() -> IO[bytes]:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(f"{name!r} stopped being a regular file during the import")
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                return f.read()
-        finally:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             os.close(fd)
+            raise TransferError(
+                f"{name!r} stopped being a regular file of its own during the import"
+            )
+        return os.fdopen(fd, "rb")
 
-    return read
+    return open_file
 
 
-def read_tar(path: Path) -> Iterator[Member]:
-    with tarfile.open(path, "r:*") as tar:
+def read_tar(path: Path, max_ratio: int = DEFAULT_MAX_RATIO) -> Iterator[Member]:
+    raw = path.open("rb")
+    try:
+        inner = _decompressor(raw)
+    except BaseException:
+        raw.close()
+        raise
+    stream: IO[bytes] = raw if inner is None else Guarded(raw, inner, max_ratio, path.name)  # type: ignore[assignment]  # a RawIOBase reads as bytes
+    with stream, tarfile.open(fileobj=stream, mode="r:") as tar:
         for info in tar:
             kind: MemberKind
             if info.isreg():
@@ -155,18 +288,17 @@ def read_tar(path: Path) -> Iterator[Member]:
                 kind = "link"
             else:
                 kind = "special"
-            reader = None
-            if kind == "file":
-                reader = _tar_reader(tar, info)
-            yield Member(info.name, kind, info.mode & 0o7777, _tar_mtime(info), reader)
+            opener = _tar_opener(tar, info) if kind == "file" else None
+            size = info.size if kind == "file" else None
+            yield Member(info.name, kind, info.mode & 0o7777, _tar_mtime(info), opener, size)
 
 
-def _tar_reader(tar: tarfile.TarFile, info: tarfile.TarInfo) -> Callable[[], bytes]:
-    def read() -> bytes:
+def _tar_opener(tar: tarfile.TarFile, info: tarfile.TarInfo) -> Callable[[], IO[bytes]]:
+    def open_member() -> IO[bytes]:
         f = tar.extractfile(info)
-        return b"" if f is None else f.read()
+        return io.BytesIO() if f is None else f
 
-    return read
+    return open_member
 
 
 def _tar_mtime(info: tarfile.TarInfo) -> int:
@@ -180,8 +312,35 @@ def _tar_mtime(info: tarfile.TarInfo) -> int:
     return int(info.mtime) * SECOND_NS
 
 
-def read_zip(path: Path) -> Iterator[Member]:
+def zip_entries(path: Path) -> int | None:
+    """The entry count a zip's end record declares (None if it has none), read before
+    :mod:`zipfile` builds an object for every entry of the central directory."""
+    with path.open("rb") as f:
+        size = f.seek(0, io.SEEK_END)
+        f.seek(max(0, size - (1 << 16) - 22))
+        tail = f.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
+        return None
+    count = int(struct.unpack("<H", tail[at + 10 : at + 12])[0])
+    if count == 0xFFFF:  # ZIP64: the count is in its own end record
+        at64 = tail.rfind(b"PK\x06\x06", 0, at)
+        if at64 >= 0 and len(tail) >= at64 + 40:
+            count = int(struct.unpack("<Q", tail[at64 + 32 : at64 + 40])[0])
+    return count
+
+
+def read_zip(path: Path, max_ratio: int = DEFAULT_MAX_RATIO) -> Iterator[Member]:
     with zipfile.ZipFile(path) as zf:
+        out = sum(info.file_size for info in zf.infolist())
+        why = ratio_problem(out, path.stat().st_size, max_ratio)
+        if why is not None:
+            raise Bomb(
+                f"{path.name} declares {why} (more than {max_ratio} times), as a compression"
+                " bomb does",
+                packed=path.stat().st_size,
+                out=out,
+            )
         for info in zf.infolist():
             unix = info.external_attr >> 16 if info.create_system == 3 else 0
             kind: MemberKind
@@ -196,12 +355,16 @@ def read_zip(path: Path) -> Iterator[Member]:
             else:
                 kind = "file"
             mode = stat.S_IMODE(unix) if unix else None
-            reader = _zip_reader(zf, info) if kind == "file" else None
-            yield Member(info.filename, kind, mode, _zip_mtime(info), reader)
+            opener = _zip_opener(zf, info) if kind == "file" else None
+            size = info.file_size if kind == "file" else None
+            packed = info.compress_size if kind == "file" else None
+            yield Member(info.filename, kind, mode, _zip_mtime(info), opener, size, packed)
 
 
-def _zip_reader(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], bytes]:
-    return lambda: zf.read(info)
+def _zip_opener(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
+    # zipfile stops a member at the size its header declares (and checks its CRC), so
+    # what is read is bounded by that size whatever the compressed data holds.
+    return lambda: zf.open(info)
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> int:
@@ -337,8 +500,12 @@ class TarWriter(Writer):
         os.rename(self.tmp, self.dest)
 
     def abort(self) -> None:
-        self.tar.close()
-        self.tmp.unlink(missing_ok=True)
+        try:
+            self.tar.close()
+        except OSError:
+            pass  # the disk that failed the export fails the close too: remove it anyway
+        finally:
+            self.tmp.unlink(missing_ok=True)
 
 
 class ZipWriter(Writer):
@@ -378,5 +545,9 @@ class ZipWriter(Writer):
         os.rename(self.tmp, self.dest)
 
     def abort(self) -> None:
-        self.zip.close()
-        self.tmp.unlink(missing_ok=True)
+        try:
+            self.zip.close()
+        except OSError:
+            pass  # the disk that failed the export fails the close too: remove it anyway
+        finally:
+            self.tmp.unlink(missing_ok=True)

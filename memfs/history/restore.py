@@ -22,10 +22,15 @@ class RestoreError(StoreError):
     """A restore that cannot be done as asked; nothing was changed."""
 
 
-def restore_file(store: Store, path: str, rev: int, *, author: str) -> Entry:
+def restore_file(
+    store: Store, path: str, rev: int, *, author: str, data: bytes | None = None
+) -> Entry:
     """Write revision ``rev`` of ``path`` back as its newest revision (creating the
-    file, and its parents, if it was deleted or renamed away)."""
-    data = store.read_revision(path, rev)
+    file, and its parents, if it was deleted or renamed away). ``data``: what to write
+    instead of the revision's bytes (the model's restore writes them with credentials
+    redacted, as any write of the model's)."""
+    if data is None:
+        data = store.read_revision(path, rev)
     try:
         current = store.stat(path)
     except NotFound:

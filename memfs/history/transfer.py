@@ -22,28 +22,43 @@ raises :class:`~memfs.errors.CapExceeded` and leaves the store as it was.
 With ``history=True`` the carried store is copied whole into ``store``, which must be
 empty (no change in its feed yet), by :func:`memfs.history.copy.copy_store` (branch
 ``pg``'s), inside one batch of ``store``.
+
+Sources are untrusted, so an import is bounded (:class:`Limits`): a file's size (the
+store's ``max_file_bytes``), the whole tree's bytes and its number of entries are
+checked from what the headers declare before a byte of content is read, and again while
+reading (a header may lie); a compressed source that expands more than ``max_ratio``
+times is refused as it is read (:mod:`memfs.history.formats`). A source over a limit is
+one line and nothing is imported; a truncated or damaged archive is one line naming it.
 """
 
 from __future__ import annotations
 
+import lzma
 import os
 import re
-import shutil
+import struct
+import tarfile
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
-from memfs.errors import ImportRefused, NotFound, TransferError
+from memfs.errors import Bomb, ImportRefused, NotFound, OverLimit, TransferError
 from memfs.history.author import author_for
 from memfs.history.formats import (
+    DEFAULT_MAX_RATIO,
+    WRITTEN,
     Format,
     Member,
     format_of,
     open_writer,
     read_source,
     source_format,
+    unknown_archive,
+    zip_entries,
 )
 from memfs.paths import MAX_DEPTH, name_problem, parse_rel, shown
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
@@ -54,6 +69,65 @@ SDK_DIR = "memories"
 _SDK_TEMP = re.compile(
     r"(^|/)\.tmp-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 )
+
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024  # for a store with no per-file cap of its own
+DEFAULT_MAX_TREE_BYTES = 4 * 1024**3
+DEFAULT_MAX_ENTRIES = 1_000_000
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one import may bring in: the largest file, all files' bytes together, the
+    number of entries (files and directories), and how far a compressed source may
+    expand (output over input, judged past 16 MiB of output)."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
+    max_entries: int = DEFAULT_MAX_ENTRIES
+    max_ratio: int = DEFAULT_MAX_RATIO
+
+    @classmethod
+    def for_store(cls, store: Store) -> Limits:
+        """The defaults, with the store's own per-file cap when it has one."""
+        return cls(max_file_bytes=store.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
+
+
+def size_text(n: int) -> str:
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n:,} bytes"
+
+
+# What a damaged or truncated archive raises from the standard library's readers.
+_DAMAGE = (
+    OSError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    struct.error,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    NotImplementedError,  # zip: a compression method the standard library lacks
+    RuntimeError,  # zip: an encrypted member
+    ValueError,
+    UnicodeDecodeError,
+)
+
+
+def _damaged(src: Path, fmt: Format, exc: BaseException) -> TransferError:
+    if fmt == "directory":
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return TransferError(f"cannot import {src}: {why}")
+    what = {"tar": "tar", "tar.gz": "tar", "zip": "zip"}[fmt]
+    why = str(exc) or type(exc).__name__
+    return TransferError(
+        f"cannot import {src}: it is truncated, damaged or not a {what} archive ({why})"
+    )
 
 
 class Progress(Protocol):
@@ -125,6 +199,17 @@ def export_tree(
     fmt = format_of(dest)
     _check_destination(dest, fmt)
     prefix = parse_rel(prefix).rel
+    try:
+        return _export(store, dest, fmt, prefix, history, progress)
+    except OSError as exc:
+        # A read-only or full destination: nothing is left there (writers clean up).
+        why = exc.strerror or str(exc)
+        raise TransferError(f"cannot export to {dest}: {why}") from exc
+
+
+def _export(
+    store: Store, dest: Path, fmt: Format, prefix: str, history: bool, progress: Progress
+) -> ExportResult:
     if not history:
         return _export_from(store, dest, fmt, prefix, progress, None)
     with tempfile.TemporaryDirectory(prefix="memfs-export-") as tmp:
@@ -140,6 +225,11 @@ def export_tree(
 
 
 def _check_destination(dest: Path, fmt: Format) -> None:
+    other = unknown_archive(dest)
+    if other is not None:
+        raise TransferError(
+            f"cannot export to {dest}: memfs writes a {WRITTEN} archive or a directory, not {other}"
+        )
     if not dest.parent.is_dir():
         raise TransferError(f"cannot export to {dest}: {dest.parent} is not a directory")
     if fmt == "directory":
@@ -208,26 +298,44 @@ def import_tree(
     history: bool = False,
     user: str | None = None,
     progress: Progress | None = None,
+    limits: Limits | None = None,
 ) -> ImportResult:
     """Read ``src`` into ``store`` below ``prefix`` (see the module docstring)."""
     progress = progress or _Silent()
+    limits = limits or Limits.for_store(store)
     if not src.exists():
         raise TransferError(f"cannot import {src}: there is nothing there")
-    fmt = source_format(src)
+    try:
+        fmt = source_format(src)
+    except OSError as exc:
+        raise TransferError(f"cannot import {src}: {exc.strerror or exc}") from exc
     if fmt is None:
         raise TransferError(
             f"cannot import {src}: it is neither a directory nor a .tar, .tar.gz, .tgz or .zip"
         )
+    if fmt == "zip":
+        _check_zip_entries(src, limits)
     if history:
-        return _import_history(store, src, fmt, progress)
-    root, kind = src, fmt
+        return _import_history(store, src, fmt, progress, limits)
+    root, kind = src, str(fmt)
     if fmt == "directory":
         root, sdk = _sdk_root(src)
         kind = "SDK memory folder" if sdk else "directory"
     prefix = parse_rel(prefix).rel
-    return _Importer(store, prefix, overwrite, author_for("import", user), progress).run(
-        root, fmt, kind
-    )
+    importer = _Importer(store, prefix, overwrite, author_for("import", user), progress, limits)
+    return importer.run(root, fmt, kind)
+
+
+def _check_zip_entries(src: Path, limits: Limits) -> None:
+    try:
+        count = zip_entries(src)
+    except OSError as exc:
+        raise TransferError(f"cannot import {src}: {exc.strerror or exc}") from exc
+    if count is not None and count > limits.max_entries:
+        raise OverLimit(
+            f"import refused, nothing was imported: {src} holds {count:,} entries, over"
+            f" the limit of {limits.max_entries:,} an import takes"
+        )
 
 
 def _sdk_root(src: Path) -> tuple[Path, bool]:
@@ -240,10 +348,19 @@ def _sdk_root(src: Path) -> tuple[Path, bool]:
 
 class _Importer:
     def __init__(
-        self, store: Store, prefix: str, overwrite: bool, author: str, progress: Progress
+        self,
+        store: Store,
+        prefix: str,
+        overwrite: bool,
+        author: str,
+        progress: Progress,
+        limits: Limits,
     ) -> None:
         self.store, self.prefix, self.overwrite = store, prefix, overwrite
-        self.author, self.progress = author, progress
+        self.author, self.progress, self.limits = author, progress, limits
+        self.entries = 0
+        self.declared = 0  # bytes the source's files declare so far
+        self.source: tuple[Path, Format] | None = None  # what run() reads, for messages
         self.problems: list[str] = []
         self.seen: set[str] = set()
         # Directory path -> whether this import made it (only those get the source's
@@ -252,13 +369,18 @@ class _Importer:
         self.dir_attrs: list[tuple[str, int | None, int | None]] = []
 
     def run(self, root: Path, fmt: Format, kind: str) -> ImportResult:
+        self.source = (root, fmt)
         result = ImportResult(kind)
         self.progress.start(None)
         with self.store.batch():
             if self.prefix:
                 self._ensure_dir(self.prefix)
-            for member in _members(root, fmt):
-                self._one(member, result, sdk=kind == "SDK memory folder")
+            for member in _members(root, fmt, self.limits.max_ratio):
+                self._count(member)
+                try:
+                    self._one(member, result, sdk=kind == "SDK memory folder")
+                except Bomb as exc:
+                    raise OverLimit(f"import refused, nothing was imported: {exc}") from exc
             if self.problems:
                 n = len(self.problems)
                 raise ImportRefused(
@@ -272,6 +394,56 @@ class _Importer:
                 self.store.set_attrs(path, author=self.author, mode=mode, mtime_ns=mtime_ns)
         result.dirs = sum(self.dirs.values())
         return result
+
+    def _count(self, member: Member) -> None:
+        """Refuse the source at the first entry that takes it past a limit."""
+        self.entries += 1
+        if self.entries > self.limits.max_entries:
+            raise OverLimit(
+                "import refused, nothing was imported: the source holds more than"
+                f" {self.limits.max_entries:,} entries, the limit an import takes"
+            )
+        if member.kind != "file" or member.size is None:
+            return
+        self._check_file_size(member.name, member.size)
+        self.declared += member.size
+        if self.declared > self.limits.max_tree_bytes:
+            raise OverLimit(
+                "import refused, nothing was imported: the source's files hold more than"
+                f" {size_text(self.limits.max_tree_bytes)}, the limit an import takes"
+            )
+
+    def _check_file_size(self, name: str, size: int) -> None:
+        if size > self.limits.max_file_bytes:
+            raise OverLimit(
+                f"import refused, nothing was imported: {shown(name)} holds"
+                f" {size_text(size)}, over the limit of"
+                f" {size_text(self.limits.max_file_bytes)} a file"
+            )
+
+    def _content(self, member: Member) -> bytes:
+        """The member's bytes, read in chunks up to the per-file limit (a header that
+        declared less than the data holds is caught here)."""
+        if member.open is None:
+            return b""
+        limit = self.limits.max_file_bytes
+        parts: list[bytes] = []
+        got = 0
+        try:
+            with member.open() as f:
+                while chunk := f.read(min(_CHUNK, limit + 1 - got)):
+                    parts.append(chunk)
+                    got += len(chunk)
+                    if got > limit:
+                        self._check_file_size(member.name, got)
+        except TransferError:
+            raise  # a limit, or a file swapped during the import: said as it is
+        except _DAMAGE as exc:
+            # Only the source's reading is judged here: a store's own failure (a full
+            # disk) is its own typed error, not a damaged archive.
+            assert self.source is not None
+            raise _damaged(*self.source, exc) from exc
+        return b"".join(parts)
 
     def _refuse(self, name: str, why: str) -> None:
         self.problems.append(f"{shown(name)}: {why}")
@@ -301,7 +473,7 @@ class _Importer:
             return
         if self.problems:
             return  # refused already: only the names are judged from here on
-        data = member.read() if member.read is not None else b""
+        data = self._content(member)
         if existing is not None:
             current, _ = self.store.read(target)
             if current == data:
@@ -387,22 +559,23 @@ def _gate(rel: str) -> str | None:
     return None
 
 
-def _members(root: Path, fmt: Format) -> Iterator[Member]:
+def _members(root: Path, fmt: Format, max_ratio: int) -> Iterator[Member]:
     try:
-        yield from read_source(root, fmt)
-    except (OSError, EOFError) as exc:
-        raise TransferError(f"cannot read {root}: {exc}") from exc
-    except Exception as exc:
-        # tarfile.TarError, zipfile.BadZipFile: a damaged archive
-        if type(exc).__module__ in ("tarfile", "zipfile"):
-            raise TransferError(f"cannot read {root}: {exc}") from exc
+        yield from read_source(root, fmt, max_ratio)
+    except Bomb as exc:
+        raise OverLimit(f"import refused, nothing was imported: {exc}") from exc
+    except TransferError:
         raise
+    except _DAMAGE as exc:
+        raise _damaged(root, fmt, exc) from exc
 
 
 # --- history -----------------------------------------------------------------------------
 
 
-def _import_history(store: Store, src: Path, fmt: Format, progress: Progress) -> ImportResult:
+def _import_history(
+    store: Store, src: Path, fmt: Format, progress: Progress, limits: Limits
+) -> ImportResult:
     from memfs.history.copy import copy_store
     from memfs.store import open_store
 
@@ -412,7 +585,7 @@ def _import_history(store: Store, src: Path, fmt: Format, progress: Progress) ->
             f" {store.last_seq()} changes (use a new store, or import without --history)"
         )
     with tempfile.TemporaryDirectory(prefix="memfs-import-") as tmp:
-        db = _history_file(src, fmt, Path(tmp))
+        db = _history_file(src, fmt, Path(tmp), limits)
         with open_store(db) as carried:
             # Retention is judged by the reader's clock: read the carried store as of its
             # last change, so what it held then is not trimmed for the time since.
@@ -428,18 +601,38 @@ def _import_history(store: Store, src: Path, fmt: Format, progress: Progress) ->
     return result
 
 
-def _history_file(src: Path, fmt: Format, tmp: Path) -> Path:
+def _history_file(src: Path, fmt: Format, tmp: Path, limits: Limits) -> Path:
     """A copy of the history store ``src`` carries, in ``tmp`` (never opened in place:
-    opening a store may write to it)."""
+    opening a store may write to it), streamed to disk within the tree's byte limit."""
     out = tmp / "history.db"
     if fmt == "directory":
         inside = src / HISTORY_NAME
         if inside.is_file() and not inside.is_symlink():
-            shutil.copyfile(inside, out)
+
+            def open_inside() -> IO[bytes]:
+                return inside.open("rb")
+
+            _copy_bounded(open_inside, out, limits)
             return out
     else:
-        for member in _members(src, fmt):
-            if member.name.removeprefix("./") == HISTORY_NAME and member.read is not None:
-                out.write_bytes(member.read())
-                return out
+        try:
+            for member in _members(src, fmt, limits.max_ratio):
+                if member.name.removeprefix("./") == HISTORY_NAME and member.open is not None:
+                    _copy_bounded(member.open, out, limits)
+                    return out
+        except _DAMAGE as exc:
+            raise _damaged(src, fmt, exc) from exc
     raise TransferError(f"cannot import {src} with --history: it carries no {HISTORY_NAME}")
+
+
+def _copy_bounded(open_source: Callable[[], IO[bytes]], out: Path, limits: Limits) -> None:
+    copied = 0
+    with open_source() as f, out.open("wb") as dst:
+        while chunk := f.read(_CHUNK):
+            copied += len(chunk)
+            if copied > limits.max_tree_bytes:
+                raise OverLimit(
+                    f"import refused, nothing was imported: its {HISTORY_NAME} holds more"
+                    f" than {size_text(limits.max_tree_bytes)}, the limit an import takes"
+                )
+            dst.write(chunk)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import stat
 from collections.abc import Callable
@@ -21,16 +20,10 @@ from typing import Any
 import anyio
 from mcp.server.stdio import stdio_server
 
-from memfs.mcp.http import PATH, Address, BearerToken, is_loopback
+from memfs.httpserve import Uvicorn, until_signal
+from memfs.mcp.http import PATH, Address, Guard
 from memfs.mcp.server import MemoryServer
-
-
-async def _until_signal(stop: Callable[[], None], on_ready: Callable[[], None]) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        on_ready()  # only now: a signal sent on seeing it must find the handler in place
-        async for _ in signals:
-            stop()
-            return
+from memfs.mcp.workers import STOP_GRACE
 
 
 class _Lines:
@@ -86,56 +79,26 @@ async def serve_stdio(server: MemoryServer, on_ready: Callable[[], None]) -> Non
                 tasks.cancel_scope.cancel()
 
             tasks.start_soon(serve)
-            tasks.start_soon(_until_signal, tasks.cancel_scope.cancel, on_ready)
+            tasks.start_soon(until_signal, tasks.cancel_scope.cancel, on_ready)
     finally:
         if lines is not None:
             lines.restore()
 
 
-class _Uvicorn:
-    """uvicorn's server without its own signal handling (this module's does it, and
-    uvicorn would raise the signal again once it has stopped)."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        config = uvicorn.Config(
-            app,
-            lifespan="on",
-            log_level="warning",
-            access_log=False,
-            # A client's open event stream must not hold the shutdown forever.
-            timeout_graceful_shutdown=2,
-        )
-
-        class Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self):  # type: ignore[no-untyped-def]
-                yield
-
-        self.server = Server(config)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-
-
 def http_app(server: MemoryServer, address: Address, token: str | None) -> Any:
-    """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the token."""
+    """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the guard.
+
+    The guard checks Host and Origin against the address served, so the SDK's own
+    DNS-rebinding check (which lets any ``http://127.0.0.1:*`` origin through) is off.
+    """
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if is_loopback(address):
-        # The SDK turns DNS-rebinding protection on for these host names.
-        host = address.host if address.host in ("127.0.0.1", "localhost", "::1") else "127.0.0.1"
-        app = server.server.streamable_http_app(streamable_http_path=PATH, host=host)
-    else:
-        # Reached by name or address from elsewhere: the token, not the Host header,
-        # decides who may talk to it.
-        app = server.server.streamable_http_app(
-            streamable_http_path=PATH,
-            host=address.host,
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-    return BearerToken(app, token) if token else app
+    app = server.server.streamable_http_app(
+        streamable_http_path=PATH,
+        host=address.host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return Guard(app, address, token)
 
 
 async def serve_http(
@@ -148,7 +111,9 @@ async def serve_http(
     """Serve streamable HTTP on ``sock`` (bound to ``address`` by :func:`bind`) until a
     signal comes."""
     port = sock.getsockname()[1]
-    web = _Uvicorn(http_app(server, address, token))
+    # Half a second for requests in flight: an open event stream or a command still
+    # running must not hold SIGTERM (the workers get their own half second after).
+    web = Uvicorn(http_app(server, address, token), graceful_seconds=STOP_GRACE)
     async with server.running(), anyio.create_task_group() as tasks:
 
         async def serve() -> None:
@@ -157,4 +122,4 @@ async def serve_http(
 
         tasks.start_soon(serve)
         url = f"http://{Address(address.host, port).url_host}:{port}{PATH}"
-        tasks.start_soon(_until_signal, web.stop, lambda: on_ready(url))
+        tasks.start_soon(until_signal, web.stop, lambda: on_ready(url))

@@ -40,7 +40,7 @@ from memfs.handler.tree import Tree
 from memfs.mcp import resources, tools
 from memfs.mcp.tree import MemoryTree
 from memfs.mcp.watch import Watch, watch_for
-from memfs.mcp.workers import Workers, author_name
+from memfs.mcp.workers import STOP_GRACE, Workers, author_name
 from memfs.paths import MemPath
 
 log = logging.getLogger(__name__)
@@ -291,4 +291,10 @@ class MemoryServer:
             self.listen.close()
             watch.stop()
             self._loop = None
-            await asyncio.to_thread(self.workers.close)
+            left = await asyncio.to_thread(self.workers.close)
+            if left:
+                log.warning(
+                    "stopping with commands of %s still running (given %.1f s to finish)",
+                    ", ".join(left),
+                    STOP_GRACE,
+                )

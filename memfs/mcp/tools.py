@@ -16,13 +16,14 @@ from typing import Any
 import mcp_types as types
 
 from memfs.errors import MemfsError, NotFound
-from memfs.handler import Result
+from memfs.handler import Result, strings
 from memfs.handler.search import format_hits, search_directory
 from memfs.history.restore import restore_file
 from memfs.mcp.tree import MemoryTree
 from memfs.paths import ROOT, parse
+from memfs.secrets import Finding, redact, scan
 from memfs.store.base import SearchHit
-from memfs.store.matching import DEFAULT_LIMIT
+from memfs.store.matching import DEFAULT_LIMIT, decode_text
 
 MEMORY = "memory"
 SEARCH = "memory_search"
@@ -243,18 +244,30 @@ def history(tree: MemoryTree, args: dict[str, Any], author: str) -> types.CallTo
     if match is None:
         known = ", ".join(str(r.rev) for r in revisions[:10])
         raise ToolRefused(f"Error: {path.model} has no revision {rev}; its revisions: {known}.")
-    if restore:
-        entry = restore_file(tree.store, tree.store_path(path), rev, author=author)
-        return _text(
-            f"Restored {path.model} to revision {rev}; the file is now revision {entry.rev}."
-        )
     data = tree.store.read_revision(tree.store_path(path), rev)
-    try:
-        content = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolRefused(f"Error: Revision {rev} of {path.model} is not UTF-8 text.") from None
+    policy = tree.handler.secrets
+    text = decode_text(data)
+    findings: list[Finding] = [] if text is None or policy == "allow" else scan(text)
+    found = [(f.line, f.kind, f.why) for f in findings]
+    if restore:
+        # A restore is a write of the model's: the same screen as create's file_text.
+        if findings and policy == "refuse":
+            raise ToolRefused(strings.secrets_refused(path.model, f"revision {rev}", found))
+        clean = None if text is None or not findings else redact(text, findings).encode()
+        entry = restore_file(tree.store, tree.store_path(path), rev, author=author, data=clean)
+        done = f"Restored {path.model} to revision {rev}; the file is now revision {entry.rev}."
+        return _text(done + (strings.secrets_redacted(f"revision {rev}", found) if found else ""))
+    if text is None:
+        raise ToolRefused(f"Error: Revision {rev} of {path.model} is not UTF-8 text.")
     header = f"{path.model} at revision {rev} ({_when(match.time_ns)}, by {match.author}):"
-    return _text(f"{header}\n{content}")
+    if not findings:
+        return _text(f"{header}\n{text}")
+    masked = ", ".join(f"{kind} on line {line}" for line, kind, _why in found)
+    note = (
+        f"(memfs shows {len(found)} likely credential{'s' if len(found) != 1 else ''} of this"
+        f" revision as [REDACTED:kind]: {masked})"
+    )
+    return _text(f"{header}\n{redact(text, findings)}\n{note}")
 
 
 def call(tree: MemoryTree, name: str, args: dict[str, Any], author: str) -> types.CallToolResult:

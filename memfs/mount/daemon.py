@@ -34,6 +34,7 @@ from memfs.mount import host, spawn, state
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
 from memfs.mount.writes import Health
+from memfs.private import write_private
 from memfs.program import command
 
 if TYPE_CHECKING:
@@ -220,8 +221,9 @@ def serve_here(
             store.close()
     if health.unsaved:
         # For `memfs umount`, which is not this process's parent and cannot see its exit.
-        report.write_text(
-            json.dumps({"unsaved": list(health.unsaved), "recovery_dir": health.recovery_dir})
+        write_private(
+            report,
+            json.dumps({"unsaved": list(health.unsaved), "recovery_dir": health.recovery_dir}),
         )
         raise MountError(_unsaved_message(mountpoint, list(health.unsaved), health.recovery_dir))
     return record
@@ -403,8 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--options")
     parser.add_argument("mountpoint")
+    # "-": the URL comes on standard input, never on the command line (where `ps` shows
+    # it to every user, password and all).
     parser.add_argument("store_url")
     args = parser.parse_args(argv)
+    if args.store_url == "-":
+        args.store_url = sys.stdin.readline().rstrip("\n")
     reset_stop_signals()
     # Warnings from the operations (a commit that failed, a refused rename) are the
     # daemon's only voice: they go to the log file the parent set as stderr.

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from memfs.errors import MountError
 from memfs.mount import host, state
 from memfs.mount.state import MountRecord
+from memfs.private import open_private_log
 
 if TYPE_CHECKING:
     from memfs.mount.ops import MountOptions
@@ -114,15 +115,16 @@ def spawn(
     opts = options_json(options)
     if opts is not None:
         cmd += ["--options", opts]
-    cmd += ["--", str(mountpoint), store_url]
-    with open(log, "ab") as logf:
+    # The URL goes on the daemon's standard input: a command line is every user's to read.
+    cmd += ["--", str(mountpoint), "-"]
+    with os.fdopen(open_private_log(log), "ab") as logf:
         offset = logf.tell()
         logf.write(f"--- memfs daemon starting at {time.ctime()}\n".encode())
         logf.flush()
         try:
             child = subprocess.Popen(
                 cmd,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,),
@@ -135,6 +137,11 @@ def spawn(
         finally:
             os.close(write_fd)
     _children[child.pid] = child
+    assert child.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # a daemon that died at once: told below
+        child.stdin.write(store_url.encode("utf-8", "surrogateescape") + b"\n")
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
     try:
         message = read_ready(read_fd, child, timeout)
     finally:

@@ -16,13 +16,13 @@ import hashlib
 import json
 import os
 import re
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memfs import __version__
 from memfs.errors import MountError
+from memfs.private import private_dir, write_private
 from memfs.procs import pid_alive as pid_alive
 from memfs.procs import runs_since
 
@@ -66,7 +66,7 @@ def state_dir() -> Path:
 
         base = Path(user_state_dir("memfs")) / "mounts"
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        private_dir(base)
     except OSError as exc:
         raise MountError(
             f"Cannot create the memfs state directory {base}: {exc.strerror}; "
@@ -123,11 +123,10 @@ def journal_dirs() -> dict[str, Path]:
 def mark_journal(store_url: str) -> Path:
     """Create the journal directory of ``store_url``, labelled with the URL so that
     `memfs status` can say which store a left-over journal belongs to."""
-    d = journal_dir(store_url)
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    d = private_dir(journal_dir(store_url))
     label = d / "store-url"
     if not label.exists():
-        label.write_text(store_url + "\n")
+        write_private(label, store_url + "\n")  # the URL may hold a password: 0600
     return d
 
 
@@ -138,10 +137,7 @@ def report_path(mountpoint: str | os.PathLike[str]) -> Path:
 
 def write(record: MountRecord) -> None:
     """Store ``record`` atomically (a reader never sees half a file)."""
-    target = record_path(record.mountpoint)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
-    os.replace(tmp, target)
+    write_private(record_path(record.mountpoint), json.dumps(asdict(record), indent=2) + "\n")
 
 
 def remove(mountpoint: str | os.PathLike[str], *, pid: int | None = None) -> None:

@@ -182,8 +182,15 @@ def library_patterns() -> tuple[Pattern, ...]:
     return tuple(out)
 
 
-def _p(kind: str, why: str, regex: str, group: int = 0, hints: tuple[str, ...] = ()) -> Pattern:
-    return Pattern(kind, why, re.compile(regex), group, hints)
+def _p(
+    kind: str,
+    why: str,
+    regex: str,
+    group: int = 0,
+    hints: tuple[str, ...] = (),
+    source: str = "memfs",
+) -> Pattern:
+    return Pattern(kind, why, re.compile(regex), group, hints, source=source)
 
 
 # The character after a token must not continue it, or a longer random string that
@@ -196,54 +203,63 @@ PROVIDER_PATTERNS: tuple[Pattern, ...] = (
         "an Anthropic API key (sk-ant-...)",
         r"\bsk-ant-[a-z]{2,8}\d{0,3}-[A-Za-z0-9_-]{20,}" + _END,
         hints=("sk-ant-",),
+        source="Anthropic API reference, authentication: keys are sk-ant-api03-...",
     ),
     _p(
         "openai-key",
         "an OpenAI API key (sk-proj-..., sk-svcacct-..., sk-admin-...)",
         r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}" + _END,
         hints=("sk-",),
+        source="OpenAI platform docs, API keys: project (sk-proj-), service accounts, admin keys",
     ),
     _p(
         "openai-key",
         "an OpenAI API key (sk- and 48 characters)",
         r"\bsk-[A-Za-z0-9]{48}" + _END,
         hints=("sk-",),
+        source="OpenAI platform docs, legacy user keys: sk- and 48 characters",
     ),
     _p(
         "google-api-key",
         "a Google API key (AIza...)",
         r"\bAIza[0-9A-Za-z_-]{35}" + _END,
         hints=("aiza",),
+        source="Google Cloud docs, API keys: AIza and 35 characters",
     ),
     _p(
         "github-token",
         "a GitHub fine-grained token (github_pat_...)",
         r"\bgithub_pat_[A-Za-z0-9_]{22,}" + _END,
         hints=("github_pat_",),
+        source="GitHub docs, about authentication: fine-grained tokens begin github_pat_",
     ),
     _p(
         "npm-token",
         "an npm access token (npm_...)",
         r"\bnpm_[A-Za-z0-9]{36}" + _END,
         hints=("npm_",),
+        source="npm docs, access tokens: npm_ and 36 characters",
     ),
     _p(
         "stripe-key",
         "a Stripe test-mode secret or restricted key",
         r"\b[rs]k_test_[0-9a-zA-Z]{24,}" + _END,
         hints=("_test_",),
+        source="Stripe docs, API keys: sk_test_ and rk_test_ test-mode keys",
     ),
     _p(
         "huggingface-token",
         "a Hugging Face access token (hf_...)",
         r"\bhf_[A-Za-z0-9]{34}" + _END,
         hints=("hf_",),
+        source="Hugging Face docs, user access tokens: hf_ and 34 characters",
     ),
     _p(
         "azure-client-secret",
         "an Azure AD client secret (...Q~...)",
         r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
         hints=("q~",),
+        source="Microsoft Entra docs, client secrets: the ~ at the fourth place of the value",
     ),
     _p(
         "azure-sas-token",
@@ -251,6 +267,7 @@ PROVIDER_PATTERNS: tuple[Pattern, ...] = (
         r"[?&]sig=([A-Za-z0-9%+/=]{30,})",
         group=1,
         hints=("sig=",),
+        source="Azure Storage docs, shared access signatures: the sig= parameter",
     ),
     _p(
         "bearer-token",
@@ -258,5 +275,6 @@ PROVIDER_PATTERNS: tuple[Pattern, ...] = (
         r"\b[Bb]earer[ \t]+([A-Za-z0-9._~+/-]{20,}=*)",
         group=1,
         hints=("bearer",),
+        source="RFC 6750, the Bearer authentication scheme",
     ),
 )

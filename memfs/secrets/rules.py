@@ -14,8 +14,13 @@
   ``Base64HighEntropyString`` measure) is near that of random data. Pure hex is left
   alone (git and SHA hashes, UUIDs look exactly like hex keys; a hex key is caught only
   by an assignment), and so are data URIs (``data:image/png;base64,...``), SSH public
-  keys, subresource-integrity hashes (``sha256-...``) and certificate or public-key
-  blocks.
+  keys, subresource-integrity hashes (``sha256-...``), base64 digests labelled as such
+  (``sha512: ...``, ``digest=...``, an ``ETag``), certificate or public-key blocks, and
+  identifiers: camel-case class names and paths, whose letters run in pronounceable
+  words (at least 60% of the run in words of three or more lower-case letters with a
+  vowel and no four consonants in a row), where random base64 almost never does (13 in
+  100,000 random 32-character keys would pass as identifiers, none of 48 characters or
+  more in 100,000).
 """
 
 from __future__ import annotations
@@ -172,6 +177,26 @@ _PUBLIC_BLOCK = re.compile(
 # Stripe publishable keys are meant to be shipped in web pages.
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_")
 _URL_START = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+# A digest's label just before it: "sha512: ...", "digest=...", "ETag: W/\"...".
+_DIGEST_LABEL = re.compile(
+    r"(?i)\b(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|digest|checksum|hash|"
+    r"integrity|etag)\b[\"']?[ \t]*[:=]?[ \t]*[\"']?(?:W/\")?$"
+)
+_WORD_PIECE = re.compile(r"[A-Z]?[a-z]{3,}")
+_VOWELS = frozenset("aeiouy")
+_CONSONANT_RUN = re.compile(r"[^aeiouy]{4}")
+_IDENTIFIER_SHARE = 0.6
+
+
+def _looks_like_identifier(token: str) -> bool:
+    """A class name or a path (``ConcurrentHashMapV8Impl``, ``src/main/UserRepo2``):
+    most of it in pronounceable words (see the module docstring)."""
+    wordy = 0
+    for piece in _WORD_PIECE.findall(token):
+        lower = piece.lower()
+        if _VOWELS.intersection(lower) and _CONSONANT_RUN.search(lower) is None:
+            wordy += len(piece)
+    return wordy >= _IDENTIFIER_SHARE * len(token)
 
 
 def _in_url(text: str, line_start: int, start: int) -> bool:
@@ -226,6 +251,10 @@ def high_entropy(text: str) -> Iterator[Hit]:
         if _in_url(text, line_start, start):
             continue
         if any(a <= start < b for a, b in public):
+            continue
+        if _looks_like_identifier(token):
+            continue
+        if _DIGEST_LABEL.search(text, max(line_start, start - 40), start):
             continue
         score = entropy(token)
         if score < _threshold(len(token)):

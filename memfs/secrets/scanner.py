@@ -43,6 +43,14 @@ class Finding:
         return MARKER.format(kind=self.kind)
 
 
+# Kinds whose match is a prefixed token: it runs to the token's end, however many
+# characters the library's regex counted (Stripe's keys grew from 24 to 99 after the
+# prefix: cut at 24, the rest stayed in clear). The others have their own ends: a
+# block, a JWT's segments, a URL's password, a connection string's value.
+_OWN_END = frozenset(
+    {"private-key", "jwt", "url-password", "slack-webhook", "azure-storage-key", "azure-sas-token"}
+)
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
 _BLOCK_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PUTTY_END = re.compile(r"^Private-MAC: *\S*$", re.MULTILINE)
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=]*")
@@ -68,6 +76,8 @@ def _widen(kind: str, text: str, start: int, end: int) -> tuple[int, int]:
         return start, end
     if kind == "azure-storage-key" and text.startswith(_ACCOUNT_KEY, start):
         start += len(_ACCOUNT_KEY)  # keep the name, so the connection string still reads
+    if kind not in _OWN_END and end > start and _TOKEN_TAIL.match(text[end - 1]):
+        end = _TOKEN_TAIL.match(text, end).end()  # type: ignore[union-attr]  # * always matches
     # Some library regexes take in the character before or after the token.
     while start < end and text[start] in _TRIM:
         start += 1

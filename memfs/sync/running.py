@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from memfs import __version__, procs
 from memfs.errors import SyncError
+from memfs.private import private_dir, write_private
 
 if TYPE_CHECKING:
     from memfs.sync import Mirror
@@ -55,7 +56,7 @@ def records_dir() -> Path:
 
         base = Path(user_state_dir("memfs")) / "mirrors"
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        private_dir(base)
     except OSError as exc:
         raise SyncError(
             f"cannot create the memfs state directory {base}: {exc.strerror}; "
@@ -77,10 +78,8 @@ def new_record(dir: Path, store_url: str) -> MirrorRecord:
 def write(record: MirrorRecord) -> None:
     """Store ``record`` atomically (a reader never sees half a file)."""
     target = record_path(record)
-    tmp = target.with_name(f".{target.name}.tmp")
     try:
-        tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
-        os.replace(tmp, target)
+        write_private(target, json.dumps(asdict(record), indent=2) + "\n")
     except OSError as exc:
         raise SyncError(f"cannot write the mirror's record {target}: {exc.strerror}") from exc
 

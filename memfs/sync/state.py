@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memfs.errors import SyncError
+from memfs.private import private_dir
 from memfs.sync.merge import SideKind, Version
 
 FORMAT = 1
@@ -130,7 +131,7 @@ class StateFile:
 
     def lock(self) -> None:
         """Take the record's lock, or raise SyncError if another mirror holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)  # the record names the store by its URL
         fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,7 +170,7 @@ class StateFile:
 
     def save(self, state: SyncState) -> None:
         data = json.dumps(state.to_json(), separators=(",", ":")).encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as f:

@@ -1,0 +1,114 @@
+"""What several commands share: the one ``--store`` option, how a PATH names a store
+and a place in it, opening that store with every error as one line, and the small
+printing helpers (local times, sizes, tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from memfs.cli import stores
+from memfs.cli.stores import StoreChoice
+from memfs.errors import MemfsError, PathError, StoreUnavailable
+from memfs.store import shown_url
+from memfs.store.base import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_HELP = "Store URL (default: the mount's, then $MEMFS_STORE, then the user's memory.db)."
+
+
+def store_option(help: str = STORE_HELP) -> Callable[[F], F]:
+    """``--store URL``, as every command takes it (into ``store_url``); ``help`` says
+    what the store is for when the command means more than the default."""
+    return click.option("--store", "store_url", metavar="URL", help=help)
+
+
+def local_time(time_ns: int) -> str:
+    return datetime.fromtimestamp(time_ns / 1e9).astimezone().isoformat(timespec="seconds")
+
+
+def size_text(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def table(rows: Sequence[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
+    """The store and the store-relative path that ``path`` names.
+
+    A path inside a mount is a file of the mount's store, so it is translated to its
+    place in the tree even when ``--store`` names the store to read (another mount of
+    it, a copy); without ``--store`` the mount's own store is read.
+    """
+    from memfs.mount import state
+    from memfs.paths import ROOT, parse, parse_rel
+
+    record = state.lookup(path)
+    if record is not None:
+        inside = state.normalize(path).relative_to(record.mountpoint)
+        rel = parse_rel("" if inside == Path(".") else inside.as_posix()).rel
+        if store_url is None:
+            return StoreChoice(record.store_url, stores.FROM_MOUNT), rel
+        return stores.choose(store_url), rel
+    choice = stores.choose(store_url)
+    if path == ROOT or path.startswith(ROOT + "/"):
+        return choice, parse(path).rel
+    return choice, parse_rel(path.strip("/")).rel
+
+
+def require_existing(choice: StoreChoice) -> None:
+    """Refuse to create a store just to show that it has nothing (one line, exit 1)."""
+    try:
+        stores.require_existing_store(choice)
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@contextmanager
+def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str, StoreChoice]]:
+    """The opened store and store-relative path a history command works on, every
+    error turned into its one line. Without ``path``: the whole tree of the mount the
+    current directory is in, else of ``--store`` or the user's store."""
+    from memfs.store import open_store
+
+    try:
+        if path is None:
+            choice = resolve(".", store_url)[0] if _in_mount() else stores.choose(store_url)
+            rel = ""
+        else:
+            choice, rel = resolve(path, store_url)
+    except PathError as exc:
+        raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
+    except MemfsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        require_existing(choice)
+        with open_store(choice.url) as store:
+            yield store, rel, choice
+    except StoreUnavailable as exc:
+        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+    except MemfsError as exc:
+        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+
+
+def _in_mount() -> bool:
+    from memfs.mount import state
+
+    return state.lookup(".") is not None

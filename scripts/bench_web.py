@@ -1,0 +1,199 @@
+"""memfs web on a big store: server time for the timeline's first page and for an
+operation's page, and the browser's time to show a 1 MiB file and a 5,000-change
+operation.
+
+    .venv/bin/python scripts/bench_web.py [--ops 100000] [--runs 20]
+
+It builds a SQLite store of OPS operations (three actors taking turns, one file write
+each, 2,000 files in 40 directories), plus one operation of 5,000 changes and a 1 MiB
+text file, serves it with the installed ``memfs web`` on loopback, and times real HTTP
+requests (median of RUNS, after one warm-up). Baselines in the same run: the same
+pages on a store of 100 operations, and the server's own static stylesheet (the HTTP
+floor). Browser times are Chromium's (Playwright) from navigation to the load event,
+against the small store's timeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from memfs.store import open_store
+
+MEMFS = str(Path(sys.executable).with_name("memfs"))
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ACTORS = ("agent:planner", "vim (pid 812)", "mcp:claude-code")
+
+
+def build(db: Path, ops: int) -> dict[str, int]:
+    """The store; returns the ids of a one-change operation and the 5,000-change one."""
+    with open_store(f"sqlite:///{db}") as store:
+        tick = [time.time_ns() - ops * 1_000_000]
+
+        def clock() -> int:
+            tick[0] += 1000
+            return tick[0]
+
+        done = 0
+        while done < ops:
+            with store.batch():
+                store.clock = clock  # each write its own time: its own operation
+                for i in range(done, min(ops, done + 10_000)):
+                    store.write(
+                        f"d{i % 40:02}/f{i % 2000:04}.md",
+                        f"line {i}\nsecond line\n".encode(),
+                        author=ACTORS[i % 3],
+                        parents=True,
+                    )
+            done = min(ops, done + 10_000)
+        store.clock = time.time_ns
+        one = store.last_seq()
+        with store.batch():
+            for i in range(5000):
+                store.write(
+                    f"big/f{i:04}.md", f"file {i}\n".encode(), author="cp (pid 7)", parents=True
+                )
+        big = store.last_seq() - 5000  # the batch's first record: its mkdir of big/
+        store.write(
+            "huge.md",
+            b"".join(b"%07d the quick brown fox\n" % i for i in range(1 << 15)),
+            author="cp (pid 8)",
+        )
+        return {"one": one, "big": big}
+
+
+def serve(db: Path) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [MEMFS, "web", "--store", f"sqlite:///{db}", "--http", "127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    found = re.search(r"127\.0\.0\.1:(\d+)/", proc.stderr.readline())
+    if found is None:
+        proc.kill()
+        raise SystemExit("memfs web did not start")
+    return proc, int(found.group(1))
+
+
+def timed(port: int, path: str, runs: int) -> float:
+    """Median seconds of GET ``path`` (status 200 required)."""
+    samples = []
+    for n in range(runs + 1):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        start = time.perf_counter()
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read()
+        elapsed = time.perf_counter() - start
+        conn.close()
+        if response.status != 200:
+            raise SystemExit(f"GET {path}: {response.status} {body[:200]!r}")
+        if n:
+            samples.append(elapsed)
+    return statistics.median(samples)
+
+
+def browser_times(port: int, small_port: int, paths: dict[str, str], runs: int) -> dict[str, float]:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, float] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        for label, (where, path) in {
+            "small timeline": (small_port, "/"),
+            **{k: (port, v) for k, v in paths.items()},
+        }.items():
+            samples = []
+            for n in range(runs + 1):
+                start = time.perf_counter()
+                page.goto(f"http://127.0.0.1:{where}{path}", wait_until="load")
+                page.evaluate("document.body.offsetHeight")  # layout done
+                if n:
+                    samples.append(time.perf_counter() - start)
+            out[label] = statistics.median(samples)
+        browser.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        big_db, small_db = Path(tmp) / "big.db", Path(tmp) / "small.db"
+        ids = build(big_db, args.ops)
+        small_ids = build(small_db, 100)
+        print(f"built {args.ops:,} + 100 operations in {time.perf_counter() - started:.1f} s")
+        big, port = serve(big_db)
+        small, small_port = serve(small_db)
+        try:
+            rows = [
+                ("static stylesheet (HTTP floor)", "/static/style.css", "/static/style.css"),
+                ("timeline, first page (50 operations)", "/", "/"),
+                ("timeline, filtered by actor", "/?actor=planner", "/?actor=planner"),
+                (
+                    "an operation's page (one change)",
+                    f"/op/{ids['one']}",
+                    f"/op/{small_ids['one']}",
+                ),
+                (
+                    "the 5,000-change operation, first page",
+                    f"/op/{ids['big']}",
+                    f"/op/{small_ids['big']}",
+                ),
+                ("a 1 MiB file", "/tree/huge.md", "/tree/huge.md"),
+            ]
+            print(f"\nserver time, median of {args.runs} (loopback HTTP round trip)")
+            print(f"| page | {args.ops:,} operations | 100 operations | ratio |")
+            print("|---|---|---|---|")
+            for label, path, small_path in rows:
+                t_big, t_small = (
+                    timed(port, path, args.runs),
+                    timed(small_port, small_path, args.runs),
+                )
+                ratio = t_big / t_small
+                print(f"| {label} | {t_big * 1e3:.1f} ms | {t_small * 1e3:.1f} ms | {ratio:.2f}x |")
+            times = browser_times(
+                port,
+                small_port,
+                {
+                    "timeline, first page": "/",
+                    "the 5,000-change operation, first page": f"/op/{ids['big']}",
+                    "a 1 MiB file (raw text)": "/tree/huge.md?raw=1",
+                },
+                max(3, args.runs // 4),
+            )
+            base = times["small timeline"]
+            print("\nChromium, navigation to load event, median")
+            print("| page | time | vs the small store's timeline |")
+            print("|---|---|---|")
+            for label, value in times.items():
+                print(f"| {label} | {value * 1000:.0f} ms | {value / base:.2f}x |")
+        finally:
+            for proc in (big, small):
+                proc.terminate()
+                proc.wait(15)
+
+
+if __name__ == "__main__":
+    main()
