@@ -21,6 +21,7 @@ reading the feed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -331,13 +332,13 @@ class SqlStore(Store):
     ) -> bytes:
         """The stored bytes of revision ``rev`` of ``path``, checked against their
         SHA-256 (Damaged if they no longer match, cannot be unpacked or are missing)."""
-        if sha256 is None:
-            raise rules.damaged(path, rev, "")
         try:
             data = self.d.unpack(codec, stored)
         except ValueError:
-            raise rules.damaged(path, rev, sha256) from None
-        return rules.checked(data, sha256, path, rev)
+            data = None
+        if sha256 is None or data is None or hashlib.sha256(data).hexdigest() != sha256:
+            raise rules.damaged(path, rev, sha256 or "")
+        return data
 
     # --- history ------------------------------------------------------------------------
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
