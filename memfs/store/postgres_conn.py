@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 MAX_CONNECTIONS = 16  # per open store; more threads wait for one
 # How long a call waits for a free connection when all are in use.
 BUSY_S = 30.0
+# How long a new pool may take for its first connection.
+FIRST_S = 10.0
 _NO_PARAMS: Params = {}
 Fail = Callable[[psycopg.Error], StoreError]
 
@@ -184,23 +186,46 @@ class PgConnections:
                 raise StoreUnavailable(f"the store {self.options.url} is closed")
             if self._pool is not None:
                 return self._pool
-        # No pool: just opened, or the server was lost. One connection of our own says
-        # at once whether it is there (and logs it back).
-        self.connect().close()
+            lost = self.outage is not None
+        if lost:
+            # The server was lost: one connection of our own says at once whether it is
+            # back (and logs it), where the pool would wait out its back-off.
+            self.connect().close()
+        made = self._new_pool()
+        spare: psycopg_pool.ConnectionPool | None = made
         with self._lock:
-            if self._pool is None:
-                self._pool = psycopg_pool.ConnectionPool(
-                    self.options.conninfo,
-                    min_size=1,
-                    max_size=MAX_CONNECTIONS,
-                    kwargs={"autocommit": True, "application_name": "memfs"},
-                    configure=self._configure,
-                    timeout=BUSY_S,
-                    name=f"memfs-tree-{self.tree}",
-                    open=False,
-                )
-                self._pool.open(wait=False)
-            return self._pool
+            if self._pool is None and not self._closed:
+                self._pool, spare = made, None
+            current = self._pool
+        if spare is not None:  # another thread made one meanwhile, or the store closed
+            spare.close(timeout=0)
+        if current is None:
+            raise StoreUnavailable(f"the store {self.options.url} is closed")
+        return current
+
+    def _new_pool(self) -> psycopg_pool.ConnectionPool:
+        pool = psycopg_pool.ConnectionPool(
+            self.options.conninfo,
+            min_size=1,
+            max_size=MAX_CONNECTIONS,
+            kwargs={"autocommit": True, "application_name": "memfs"},
+            configure=self._configure,
+            timeout=BUSY_S,
+            name=f"memfs-tree-{self.tree}",
+            open=False,
+        )
+        try:
+            # Its first connection made now, so a server gone since the last answer is
+            # an error at once, not a wait for the pool's attempts.
+            pool.open(wait=True, timeout=FIRST_S)
+        except psycopg_pool.PoolTimeout as e:
+            pool.close(timeout=0)
+            self._failed(e)
+            raise StoreUnavailable(
+                f"no PostgreSQL server answers at {self.options.where};"
+                " memfs reconnects when it is back"
+            ) from e
+        return pool
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
