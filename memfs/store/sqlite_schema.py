@@ -468,29 +468,22 @@ def open_readonly(path: Path, *, busy_timeout: float) -> tuple[sqlite3.Connectio
 
 def connect_uri(uri: str, path: Path, busy_timeout: float) -> sqlite3.Connection:
     """A read-only connection by URI (see :func:`open_readonly`)."""
-    db = sqlite3.connect(
-        uri,
-        uri=True,
-        timeout=busy_timeout,
-        isolation_level=None,
-        check_same_thread=False,
-        factory=Connection,
-    )
-    count_open(db, path)
-    try:
-        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-    except BaseException:
-        db.close()
-        raise
-    return db
+    return _connect(uri, path, busy_timeout, [])
 
 
 def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
     """A read-write connection with memfs's per-connection settings."""
+    return _connect(str(path), path, busy_timeout, [f"PRAGMA synchronous = {synchronous.upper()}"])
+
+
+def _connect(
+    target: str, path: Path, busy_timeout: float, pragmas: list[str]
+) -> sqlite3.Connection:
     # check_same_thread=False only so close() can close every thread's connection; each
     # connection is otherwise used by the one thread that made it.
     db = sqlite3.connect(
-        str(path),
+        target,
+        uri=target.startswith("file:"),
         timeout=busy_timeout,
         isolation_level=None,
         check_same_thread=False,
@@ -498,8 +491,8 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     )
     count_open(db, path)
     try:
-        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        for pragma in [f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}", *pragmas]:
+            db.execute(pragma)
     except BaseException:
         db.close()  # not left to the garbage collector, with the file counted open
         raise
