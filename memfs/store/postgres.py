@@ -81,9 +81,12 @@ class PgDialect:
         self._finish = self.render(counters)
         self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
         self._finish_many = self.render(f"WITH c AS ({many}) {counters}")
+        # Stored bytes that no longer match (damaged) are replaced by the ones written
+        # now; the server compares, so sound content is left untouched.
         self._put = self.render(
             "INSERT INTO blobs (tree, sha256, content) VALUES (:tree, :sha, :data)"
-            " ON CONFLICT DO NOTHING"
+            " ON CONFLICT (tree, sha256) DO UPDATE SET content = excluded.content"
+            " WHERE blobs.content IS DISTINCT FROM excluded.content"
         )
         self._drop = self.render("DELETE FROM blobs WHERE tree = :tree AND sha256 = :sha")
 

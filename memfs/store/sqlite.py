@@ -115,7 +115,22 @@ class SqliteDialect:
         db.run("UPDATE counters SET value = :rev WHERE name = 'rev'", {"rev": rev})
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
-        if db.one("SELECT 1 FROM blob_refs WHERE sha256 = :sha", {"sha": sha256}) is not None:
+        held = db.one(
+            "SELECT b.id, b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+            " WHERE br.sha256 = :sha",
+            {"sha": sha256},
+        )
+        if held is not None:
+            try:
+                sound = self.unpack(held[1], held[2]) == data
+            except ValueError:
+                sound = False
+            if not sound:  # damaged: the bytes written now are the ones it should hold
+                codec, stored = pack_blob(data)
+                db.run(
+                    "UPDATE blobs SET codec = :codec, content = :content WHERE id = :id",
+                    {"codec": codec, "content": stored, "id": held[0]},
+                )
             return
         codec, stored = pack_blob(data)
         row = db.one(

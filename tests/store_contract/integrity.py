@@ -92,7 +92,11 @@ class IntegrityContract:
             store.truncate("d/f.md", 4, author=A)  # would keep four wrong bytes
         assert store.last_seq() == seq
         assert [(r.path, r.rev) for r in store.verify()] == [("d/f.md", made.rev)]
-        # Writing it whole again mends it: the next write's bytes are stored afresh.
+        # Writing the same bytes again mends them, for every revision that holds them.
+        store.write("copy.md", b"the current text\n", author=A)
+        assert store.read("d/f.md")[0] == b"the current text\n"
+        assert store.read_revision("d/f.md", made.rev) == b"the current text\n"
+        assert store.verify() == []
         store.write("d/f.md", b"written again\n", author=A)
         assert store.read("d/f.md")[0] == b"written again\n"
 
