@@ -56,9 +56,10 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
    - a path that stops being a file (deleted, replaced by a non-file, renamed away)
      keeps a *tombstoned* history: readable with ``history`` and ``read_revision`` though
      nothing is there. A deleted path keeps only its last revision; a renamed-away one
-     keeps all of them for a short grace period first (the backend's; long enough for
-     any save to bring the name back), then only the last. Either way the last one goes
-     ``deleted_history_days`` (a backend option, default 30) after the path went.
+     keeps all of them (so a save that brings the name back finds its whole history,
+     and history followed across the move finds it too). Either way they go
+     ``deleted_history_days`` (a backend option, default 30) after the path went, and
+     a renamed-away one not before a short grace (the backend's) even at 0 days.
      A path that becomes a file again continues its history;
    - a live path keeps its current revision plus the ``history`` option's number of
      previous ones. Retention is decided when reading, so what ``history`` shows never
