@@ -119,6 +119,10 @@ class Tx:
         self.numbered: list[Act] = []
         self.acts: dict[int, Act] = {}  # operation number -> its act
         self.implicit: Act | None = None  # a batch's own operation, when none is acting
+        # What this transaction changed in the tree's totals (files, directories, bytes),
+        # stored once at its end: a row updated per entry inside a batch's savepoints
+        # makes PostgreSQL walk every earlier version of it, quadratic in the batch.
+        self.files = self.dirs = self.bytes = 0
 
     def _load(self) -> None:
         if self._begin is None:
@@ -179,14 +183,26 @@ class Tx:
         self._seq += 1
         return self._seq
 
-    def mark(self) -> tuple[int, int, int, int]:
-        return self.rev, self.seq, self._op, len(self.numbered)
+    def mark(self) -> tuple[int, ...]:
+        return self.rev, self.seq, self._op, len(self.numbered), self.files, self.dirs, self.bytes
 
-    def restore(self, mark: tuple[int, int, int, int]) -> None:
-        self._rev, self._seq, self._op, numbered = mark
+    def restore(self, mark: tuple[int, ...]) -> None:
+        self._rev, self._seq, self._op, numbered, self.files, self.dirs, self.bytes = mark
         for act in self.numbered[numbered:]:
             act.id = None
         del self.numbered[numbered:]
+
+    def grow(self, kind: object, size: object = 0, sign: int = 1) -> None:
+        """Count an entry of ``kind`` (and a file's ``size`` bytes) in the totals, or
+        out of them with ``sign`` -1."""
+        if kind == "file":
+            self.files += sign
+            self.bytes += sign * int(str(size))
+        elif kind == "dir":
+            self.dirs += sign
+
+    def totals(self) -> Usage:
+        return Usage(files=self.files, dirs=self.dirs, bytes=self.bytes)
 
     def unnumber(self) -> None:
         """The transaction was undone: no operation it numbered exists."""
@@ -204,6 +220,24 @@ class Tx:
     def sweep_due(self, now: int) -> bool:
         self._load()
         return self.due is not None and self.due <= now
+
+
+class _WithTotals:
+    """The tree's totals as stored, plus a transaction's own changes to them."""
+
+    def __init__(self, stored: Pending, mine: Usage) -> None:
+        self.stored, self.mine = stored, mine
+
+    def one(self) -> Row | None:
+        row = self.stored.one()
+        if row is None:
+            return None
+        mine = self.mine
+        return (int(row[0]) + mine.files, int(row[1]) + mine.dirs, int(row[2]) + mine.bytes)
+
+    def all(self) -> list[Row]:
+        row = self.one()
+        return [] if row is None else [row]
 
 
 def change_of(row: Row) -> Change:
@@ -325,7 +359,7 @@ class SqlStore(Store):
                     if tx.moved():
                         tx.count(tx.records)
                         self._write_operations(tx)
-                        self.d.finish(db, tx.rev, tx.seq, tx.op, tx.records)
+                        self.d.finish(db, tx.rev, tx.seq, tx.op, tx.records, tx.totals())
                 finally:
                     self._local.tx = None
         except BaseException:
@@ -586,10 +620,11 @@ class SqlStore(Store):
 
     # --- writing ------------------------------------------------------------------------
     def _ask_usage(self, tx: Tx) -> Pending | None:
-        """The tree's totals, asked only when a cap needs them."""
+        """The tree's totals, asked only when a cap needs them (with what this
+        transaction changed in them so far)."""
         if self.limits.max_tree_bytes is None and self.limits.max_files is None:
             return None
-        return tx.db.ask(self.q.usage)
+        return _WithTotals(tx.db.ask(self.q.usage), tx.totals())
 
     def _ensure_parent(
         self, tx: Tx, path: str, parent_kind: str | None, author: str, now: int, parents: bool
@@ -634,6 +669,7 @@ class SqlStore(Store):
             },
         )
         tx.db.run(self.q.touch, {"now": now, "p": parent_of(path)})
+        tx.grow(kind, size)
         return rev
 
     def _insert_dir(self, tx: Tx, path: str, author: str, now: int, mode: int) -> Entry:
@@ -691,6 +727,7 @@ class SqlStore(Store):
                 tx.db.run(
                     self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel}
                 )
+                tx.bytes += len(data) - int(old_size)
                 made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
                 change = "modify"
                 new_mode = int(old_mode)
@@ -786,6 +823,7 @@ class SqlStore(Store):
         # of the feed learns every path that disappeared without walking anything, and
         # what was there, so the operation can be taken back whole.
         for victim, kind, _, size, mode, target, sha in victims:
+            tx.grow(kind, size, -1)
             prior = prior_of(kind, sha, size, mode, target)
             self.record(
                 tx, "rmdir" if kind == "dir" else "delete", str(victim), author, now, prior=prior
@@ -902,6 +940,7 @@ class SqlStore(Store):
         if dst_kind == "file" and src_kind != "file":
             retention.tombstone(self, tx, [dst], now, moved=False)
         tx.db.run(self.q.delete_entry, {"p": dst})
+        tx.grow(dst_kind, victims[-1][3], -1)
 
     def set_attrs(
         self,
@@ -962,6 +1001,7 @@ class SqlStore(Store):
             sha = rules.sha256_of(data)
             rev = tx.next_rev()
             tx.db.run(self.q.update_content, {"size": size, "now": now, "rev": rev, "p": rel})
+            tx.bytes += size - old.size
             self._add_content(tx, rel, rev, data, sha, author, now, None)
             prior = prior_of("file", row[10], old.size, old.mode, None)
             self.record(
@@ -973,10 +1013,15 @@ class SqlStore(Store):
 
     # --- housekeeping (memfs.store.keeping) --------------------------------------------
     def usage(self) -> Usage:
+        tx = self._tx_now()
         row = self._one(self.q.usage)
         if row is None:
             raise self.backend.missing_tree()
-        return Usage(files=int(row[0]), dirs=int(row[1]), bytes=int(row[2]))
+        mine = Usage(0, 0, 0) if tx is None else tx.totals()
+        return Usage(
+            files=int(row[0]) + mine.files, dirs=int(row[1]) + mine.dirs,
+            bytes=int(row[2]) + mine.bytes,
+        )  # fmt: skip
 
     def mark_used(self, paths: list[str]) -> None:
         keeping.mark_used(self, paths)

@@ -32,6 +32,7 @@ import psycopg
 
 from memfs.errors import StoreError, StoreUnavailable
 from memfs.store import postgres_schema as schema
+from memfs.store.base import Usage
 from memfs.store.engine import SqlStore
 from memfs.store.postgres_conn import PgConnections
 from memfs.store.postgres_feed import Listener
@@ -84,8 +85,9 @@ class PgDialect:
         self._append_one, self._append_many = self.render(one), self.render(many)
         # NOTIFY is delivered at commit, to listeners only once the change is visible.
         counters = (
-            "UPDATE trees SET rev = :count_rev, seq = :count_seq, op = :count_op"
-            " WHERE id = :tree RETURNING pg_notify(:channel, :payload)"
+            "UPDATE trees SET rev = :count_rev, seq = :count_seq, op = :count_op,"
+            " files = files + :grown_files, dirs = dirs + :grown_dirs,"
+            " bytes = bytes + :grown_bytes WHERE id = :tree RETURNING pg_notify(:channel, :payload)"
         )
         self._finish = self.render(counters)
         self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
@@ -125,11 +127,22 @@ class PgDialect:
         else:
             db.run(self._append_many, _columns(records))
 
-    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
+    def finish(
+        self,
+        db: Cursor,
+        rev: int,
+        seq: int,
+        op: int,
+        records: Sequence[Params],
+        grown: Usage,
+    ) -> None:
         params = {
             "count_rev": rev,
             "count_seq": seq,
             "count_op": op,
+            "grown_files": grown.files,
+            "grown_dirs": grown.dirs,
+            "grown_bytes": grown.bytes,
             "channel": self.channel,
             "payload": str(seq),
         }

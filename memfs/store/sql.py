@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memfs.errors import StoreError
-from memfs.store.base import SearchHit
+from memfs.store.base import SearchHit, Usage
 from memfs.store.rules import Limits
 
 Row = tuple[Any, ...]
@@ -104,10 +104,19 @@ class Dialect(Protocol):
         """Write change records: each a mapping of seq, kind, p (path), old (old path),
         author, now (time), rev, size and sha."""
 
-    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
+    def finish(
+        self,
+        db: Cursor,
+        rev: int,
+        seq: int,
+        op: int,
+        records: Sequence[Params],
+        grown: Usage,
+    ) -> None:
         """At the end of a transaction that took numbers: write the ``records`` left,
-        store the tree's counters (revision, feed, operation) and wake followers (a
-        server's NOTIFY)."""
+        store the tree's counters (revision, feed, operation), add what the transaction
+        changed in its totals (``grown``: files, directories, bytes) and wake followers
+        (a server's NOTIFY)."""
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         """Store ``data`` under its SHA-256 unless it is stored already."""

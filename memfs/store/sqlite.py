@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from memfs.store.base import Usage
 from memfs.store.engine import SqlStore
 from memfs.store.sql import Cursor, Params
 from memfs.store.sqlite_conn import SqliteConnections
@@ -116,11 +117,24 @@ class SqliteDialect:
     def append(self, db: Cursor, records: Sequence[Params]) -> None:
         db.many(self._record, records)
 
-    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
+    def finish(
+        self,
+        db: Cursor,
+        rev: int,
+        seq: int,
+        op: int,
+        records: Sequence[Params],
+        grown: Usage,
+    ) -> None:
         db.many(self._record, records)
         # The feed's numbers are its rows' own (changes.seq); only the revision counter
-        # is kept apart.
-        db.run("UPDATE counters SET value = :rev WHERE name = 'rev'", {"rev": rev})
+        # and the totals are kept apart.
+        db.run(
+            "UPDATE counters SET value = CASE name WHEN 'rev' THEN :rev"
+            " ELSE value + CASE name WHEN 'files' THEN :files WHEN 'dirs' THEN :dirs"
+            " ELSE :bytes END END WHERE name IN ('rev', 'files', 'dirs', 'bytes')",
+            {"rev": rev, "files": grown.files, "dirs": grown.dirs, "bytes": grown.bytes},
+        )
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         held = db.one(
