@@ -276,53 +276,92 @@ def conflicts_of(store: Store, steps: list[Step]) -> list[str]:
     return found
 
 
-def _put(store: Store, path: str, state: State, author: str) -> None:
-    """Make ``path`` hold ``state`` (a file's content by hash, a directory, a link)."""
-    current = _now(store, path)
-    if state.kind == "dir":
-        if current is None:
-            store.mkdir(path, author=author, mode=state.mode or 0o700, parents=True)
-        elif state.mode is not None and current.mode != state.mode:
+class _Refused(Exception):
+    """A conflict met while undoing for real: the batch is rolled back."""
+
+
+class _Reverter:
+    """Takes an operation's records back newest first, in one batch.
+
+    A record is taken back only while its path holds what it left (a later record of
+    the same operation may have moved it on already). What a record found may be an
+    intermediate state whose content the store no longer keeps (a temporary file's
+    earlier bytes, dropped once the operation renamed it away): such a state is held
+    here, not written, until an earlier record takes the path further back. One left
+    over at the end means the operation cannot be taken back whole."""
+
+    def __init__(self, store: Store, author: str) -> None:
+        self.store = store
+        self.author = author
+        self.virtual: dict[str, State] = {}
+
+    def now(self, path: str) -> State | None:
+        if path in self.virtual:
+            return self.virtual[path]
+        return _now(self.store, path)
+
+    def put(self, path: str, state: State) -> None:
+        """Make ``path`` hold ``state`` (a file's content by hash, a directory, a link)."""
+        store, author = self.store, self.author
+        self.virtual.pop(path, None)
+        current = _now(store, path)
+        if state.kind == "dir":
+            if current is None:
+                store.mkdir(path, author=author, mode=state.mode or 0o700, parents=True)
+            elif state.mode is not None and current.mode != state.mode:
+                store.set_attrs(path, author=author, mode=state.mode)
+            return
+        if state.kind == "symlink":
+            if current is None and state.target is not None:
+                store.symlink(path, state.target, author=author)
+            return
+        assert state.sha256 is not None
+        if not _retained(store, state):
+            if current is None:  # a name to carry the state, for a rename back
+                store.write(path, b"", author=author, expected_rev=0, parents=True)
+            self.virtual[path] = state
+            return
+        data = store.read_blob(state.sha256)
+        rev = store.stat(path).rev if current is not None else 0
+        store.write(path, data, author=author, expected_rev=rev, mode=state.mode, parents=True)
+        if current is not None and state.mode is not None and current.mode != state.mode:
             store.set_attrs(path, author=author, mode=state.mode)
-        return
-    if state.kind == "symlink":
-        if current is None and state.target is not None:
-            store.symlink(path, state.target, author=author)
-        return
-    assert state.sha256 is not None
-    data = store.read_blob(state.sha256)
-    rev = store.stat(path).rev if current is not None else 0
-    store.write(path, data, author=author, expected_rev=rev, mode=state.mode, parents=True)
-    if current is not None and state.mode is not None and current.mode != state.mode:
-        store.set_attrs(path, author=author, mode=state.mode)
 
+    def remove(self, path: str) -> None:
+        self.virtual.pop(path, None)
+        try:
+            entry = self.store.stat(path)
+        except NotFound:
+            return
+        self.store.delete(path, author=self.author, expected_rev=entry.rev)
 
-def _remove(store: Store, path: str, author: str) -> None:
-    try:
-        entry = store.stat(path)
-    except NotFound:
-        return
-    store.delete(path, author=author, expected_rev=entry.rev)
+    def rename(self, path: str, to: str) -> None:
+        self.store.rename(path, to, author=self.author)
+        below = path + "/"
+        for held in [p for p in self.virtual if p == path or p.startswith(below)]:
+            self.virtual[to + held[len(path) :]] = self.virtual.pop(held)
 
+    def revert(self, change: Change) -> None:
+        kind, path = change.kind, change.path
+        after, prior = after_of(change), prior_of(change)
+        now = self.now(path)
+        if kind == "rename" and change.old_path is not None:
+            if after is not None and after.same(now) and self.now(change.old_path) is None:
+                self.rename(path, change.old_path)
+                if prior is not None:
+                    self.put(path, prior)
+            return
+        if not _same(after, now):
+            return
+        if prior is None:
+            self.remove(path)
+        else:
+            self.put(path, prior)
 
-def _revert(store: Store, change: Change, author: str) -> None:
-    """Take back one record, newest first: only while its path holds what it left (a
-    later record of the same operation may have moved it on already)."""
-    kind, path = change.kind, change.path
-    after, prior = after_of(change), prior_of(change)
-    now = _now(store, path)
-    if kind == "rename" and change.old_path is not None:
-        if after is not None and after.same(now) and _now(store, change.old_path) is None:
-            store.rename(path, change.old_path, author=author)
-            if prior is not None:
-                _put(store, path, prior, author)
-        return
-    if not _same(after, now):
-        return
-    if prior is None:
-        _remove(store, path, author)
-    else:
-        _put(store, path, prior, author)
+    def finish(self) -> None:
+        if self.virtual:
+            gone = sorted(self.virtual)[0]
+            raise _Refused(f"the earlier content of '{gone}' is gone")
 
 
 def undo_operation(
@@ -361,10 +400,6 @@ def undo_operations(
                  detail=f"undo of {what} {shown}")  # fmt: skip
 
 
-class _Refused(Exception):
-    """A conflict met while undoing for real: the batch is rolled back."""
-
-
 def _undo(
     store: Store,
     groups: list[list[Change]],
@@ -383,13 +418,15 @@ def _undo(
     try:
         with store.acting(act), store.batch():
             start = store.last_seq()
+            reverter = _Reverter(store, actor)
             for records in groups:
                 for change in reversed(records):
                     try:
-                        _revert(store, change, actor)
+                        reverter.revert(change)
                     except (Conflict, StoreError) as exc:
                         if isinstance(exc, Redacted) or not force:
                             raise _Refused(str(exc)) from exc
+            reverter.finish()
             made = store.last_seq() - start
     except _Refused as exc:
         return UndoResult([*conflicts, str(exc)], False, 0, None, steps)
