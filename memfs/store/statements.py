@@ -196,11 +196,14 @@ class Statements:
         )
         self.operation = r(f"SELECT {OP_COLS} FROM operations WHERE {t()} id = :id")
         # Newest first; each filter is off when its parameter is NULL. Touching a path
-        # is any of the operation's records at it or below it, moved to or from there.
+        # is any of the operation's records at it or below it, moved to or from there,
+        # or a move of a directory above it (which moved it too).
         touches = (
             f"EXISTS (SELECT 1 FROM changes c WHERE {t('c')} c.op = o.id AND"
             " ((c.path = :p OR (c.path >= :p || '/' AND c.path < :p || '0'))"
-            " OR (c.old_path = :p OR (c.old_path >= :p || '/' AND c.old_path < :p || '0'))))"
+            " OR (c.old_path = :p OR (c.old_path >= :p || '/' AND c.old_path < :p || '0'))"
+            " OR (c.kind = 'rename' AND ((:p >= c.path || '/' AND :p < c.path || '0')"
+            " OR (:p >= c.old_path || '/' AND :p < c.old_path || '0')))))"
         )
         self.operations = r(
             f"SELECT {', '.join('o.' + c for c in OP_COLS.split(', '))} FROM operations o"
