@@ -1,13 +1,14 @@
 """Who changes the tree through the mount, and which of their changes are one operation.
 
 A person through the mount is their user and program: ``root (rm)``, with the process
-id kept as the operation's detail (``pid 29402``), never in the name. One process's
+id kept as the operation's detail (``pid 29402``), never in the name. One program run's
 consecutive changes with no pause longer than :data:`BURST_GAP_S` are one operation, so
 ``cp -r``, ``rm -rf``, ``tar x``, ``rsync -a`` and ``git checkout`` are one each (and so
-is a shell loop of ``echo >>``, the shell being one process). Two processes are never
-one operation: a process is told by its id and its start time, so a later process that
-is given the same id starts an operation of its own, as does the same process after a
-pause.
+is a shell loop of ``echo >>``, the shell being one process). A run is its process and
+the processes it forks that keep its name and its process group (rsync's generator and
+receiver, git's helpers); two other processes are never one operation. A process is
+told by its id and start time, so a later process given the same id starts an
+operation of its own, as does the same run after a pause.
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ class Writer:
     started: int  # clock ticks after boot (/proc/PID/stat), 0 if unknown
     program: str
     user: str
+    group: int = 0  # the process group (a program run and the helpers it forks)
+    group_started: int = 0  # when the group's leader started (0: unknown or gone)
+
+    @property
+    def run(self) -> tuple[int, int, str]:
+        """What one operation is kept per: a program's run in its process group."""
+        if self.group <= 0:
+            return (self.pid, self.started, self.program)
+        return (-self.group, self.group_started, self.program)
 
     @property
     def actor(self) -> str:
@@ -65,13 +75,26 @@ def _read(pid: int, uid: int) -> Writer:
             program = f.read().strip() or "unknown"
     except OSError:
         pass
+    group, group_started = 0, 0
     try:
         with open(f"/proc/{tgid}/stat", encoding="utf-8", errors="replace") as f:
-            # Field 22, after the parenthesised name (which may hold spaces).
-            started = int(f.read().rpartition(")")[2].split()[19])
+            # After the parenthesised name (which may hold spaces): field 5 is the
+            # process group, field 22 the start time.
+            fields = f.read().rpartition(")")[2].split()
+            group, started = int(fields[2]), int(fields[19])
     except (OSError, ValueError, IndexError):
         pass
-    return Writer(tgid, started, program, _user(uid))
+    if group > 0:
+        group_started = started if group == tgid else _started(group)
+    return Writer(tgid, started, program, _user(uid), group, group_started)
+
+
+def _started(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            return int(f.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @dataclass(slots=True)
@@ -86,7 +109,7 @@ class Bursts:
 
     def __init__(self, gap: float = BURST_GAP_S) -> None:
         self.gap = gap
-        self._open: dict[int, _Open] = {}  # tgid -> its operation going on
+        self._open: dict[tuple[int, int, str], _Open] = {}  # a run -> its operation
         self._seen: dict[int, tuple[float, Writer]] = {}  # pid or tid -> /proc, cached
         self._lock = threading.Lock()
 
@@ -110,17 +133,13 @@ class Bursts:
         """The operation ``writer``'s change now belongs to: its burst's, or a new one."""
         now = time.monotonic()
         with self._lock:
-            going = self._open.get(writer.pid)
-            if (
-                going is not None
-                and going.writer.started == writer.started
-                and now - going.last <= self.gap
-            ):
+            going = self._open.get(writer.run)
+            if going is not None and now - going.last <= self.gap:
                 going.last = now
                 return going.act
             act = Act(writer.actor, detail=f"pid {writer.pid}", label=writer.program)
             if len(self._open) >= KEPT:
-                oldest = min(self._open, key=lambda p: self._open[p].last)
+                oldest = min(self._open, key=lambda r: self._open[r].last)
                 del self._open[oldest]
-            self._open[writer.pid] = _Open(writer, act, now)
+            self._open[writer.run] = _Open(writer, act, now)
             return act
