@@ -64,7 +64,7 @@ from memfs.errors import (
     PathTooLong,
 )
 from memfs.mount import journal as jr
-from memfs.mount.options import errno_of
+from memfs.mount.opkit import errno_of
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
 from memfs.store.base import Entry, Store, Usage
 from memfs.store.rebase import Landing, Shape, land
