@@ -110,10 +110,6 @@ def rel(path: str | None) -> str:
     return path.strip("/")
 
 
-def parent_of(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
 def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str, int]:
     """fusepy's stat dict for ``entry``; a pending write buffer decides size and mtime.
     ``uid``/``gid`` stand in for entries that record no owner (the mounting user)."""

@@ -33,10 +33,11 @@ from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_pat
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
-from memfs.mount.opkit import attrs_of, errno_of, op, parent_of, pending_attrs, rel
+from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
 from memfs.mount.readcache import ReadCache
 from memfs.mount.writes import Health, PendingWrites, fits_gate
+from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 
 __all__ = ["MemfsOperations", "MountOptions", "errno_of"]

@@ -65,7 +65,7 @@ from memfs.errors import (
 )
 from memfs.mount import journal as jr
 from memfs.mount.opkit import errno_of
-from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
+from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
 from memfs.store.base import Entry, Store, Usage
 from memfs.store.rebase import Landing, Shape, land
 
@@ -542,7 +542,7 @@ class PendingWrites:
             self._bound_journal()
 
     def _touch_dir(self, path: str) -> None:
-        parent = path.rpartition("/")[0]
+        parent = parent_of(path)
         self._touched[parent] = time.time_ns()
         self._touched.move_to_end(parent)
         while len(self._touched) > TOUCHED_DIRS:

@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 
 from memfs.errors import (
     AlreadyExists,
@@ -27,6 +26,7 @@ from memfs.errors import (
     StoreError,
     TooLarge,
 )
+from memfs.paths import parent_of
 from memfs.store.base import Entry, Store
 from memfs.sync.bases import Bases
 from memfs.sync.both import BothSides
@@ -286,20 +286,20 @@ class Engine(BothSides):
         if self.state.entries.pop(path, None) is not None:
             self.dirty = True
         # A directory whose removal waited for its children can go now.
-        parent = path.rpartition("/")[0]
+        parent = parent_of(path)
         if parent:
             self.again.add(parent)
 
     def _record_parents(self, path: str) -> None:
         # Parents made implicitly on either side must be in the base too, or a later
         # rm -r would look like a brand-new remote directory and come back.
-        parent = str(PurePosixPath(path).parent)
-        while parent not in (".", ""):
+        parent = parent_of(path)
+        while parent:
             if parent in self.state.entries:
                 break
             self.state.entries[parent] = Record(kind="dir", rev=0)
             self.dirty = True
-            parent = str(PurePosixPath(parent).parent)
+            parent = parent_of(parent)
 
     def _push(self, look: Look) -> None:
         path, entry = look.path, look.remote_entry
