@@ -21,7 +21,7 @@ import stat
 from memfs.errors import MemfsError, NotFound
 from memfs.paths import parent_of
 from memfs.sync.disk import Oversize, Unstable
-from memfs.sync.mirror import Engine
+from memfs.sync.engine import Engine
 
 log = logging.getLogger("memfs.sync")
 

@@ -25,7 +25,7 @@ from memfs.errors import SyncError
 from memfs.private import private_dir, write_private
 
 if TYPE_CHECKING:
-    from memfs.sync import Mirror
+    from memfs.sync.mirror import Mirror
 
 # The same variable as the mount's records (memfs.mount.state): one setting moves all of
 # memfs's process records.
