@@ -126,7 +126,14 @@ class NamespaceOps:
         if not fhs:
             return
         if buf is not None:
-            orphan = Orphan(p, bytearray(buf.data), buf.mode, buf.mtime_ns, buf.uid, buf.gid)
+            orphan = Orphan(
+                path=p,
+                data=bytearray(buf.data),
+                mode=buf.mode,
+                mtime_ns=buf.mtime_ns,
+                uid=buf.uid,
+                gid=buf.gid,
+            )
         else:
             entry = self.store.stat(p)
             if not entry.is_file:
@@ -134,7 +141,14 @@ class NamespaceOps:
                     self._handles.release(fh)  # what they named is gone already
                 return
             data, entry = self.store.read(p)
-            orphan = Orphan(p, bytearray(data), entry.mode, entry.mtime_ns, entry.uid, entry.gid)
+            orphan = Orphan(
+                path=p,
+                data=bytearray(data),
+                mode=entry.mode,
+                mtime_ns=entry.mtime_ns,
+                uid=entry.uid,
+                gid=entry.gid,
+            )
         for fh in fhs:
             self._handles.orphan(fh, orphan)
 

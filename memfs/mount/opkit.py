@@ -143,5 +143,15 @@ def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str,
 def pending_attrs(buf: Pending, uid: int, gid: int) -> dict[str, int]:
     """Attributes of a file that exists only as a buffer (created, not committed yet)."""
     now = buf.mtime_ns
-    entry = Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0, buf.uid, buf.gid)
+    entry = Entry(
+        path=buf.path,
+        kind="file",
+        size=len(buf.data),
+        mode=buf.mode,
+        mtime_ns=now,
+        ctime_ns=now,
+        rev=0,
+        uid=buf.uid,
+        gid=buf.gid,
+    )
     return attrs_of(entry, buf, uid, gid)

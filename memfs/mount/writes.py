@@ -782,11 +782,13 @@ class PendingWrites:
         ):
             return
         unsaved = tuple(sorted(self._unsaved))
+        problem, down_since = self._store_problem
         health = Health(
-            unsaved,
-            self.errors,
-            str(self.recovery_dir or ""),
-            *self._store_problem,
+            unsaved=unsaved,
+            errors=self.errors,
+            recovery_dir=str(self.recovery_dir or ""),
+            store_problem=problem,
+            store_down_since=down_since,
             conflicts=tuple(self._conflicts),
             lost=self._lost,
         )
