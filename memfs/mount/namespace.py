@@ -87,6 +87,8 @@ class NamespaceOps:
         p = rel(path)
         author = self._author()
         with self._mutex:
+            # Before the lookup: a store whose storage went away answers no entry at all.
+            self.writes.check_usable()
             entry = self.store.stat(p)
             if not entry.is_dir:
                 raise OSError(errno.ENOTDIR, "not a directory")
@@ -102,6 +104,7 @@ class NamespaceOps:
         p = rel(path)
         author = self._author()
         with self._mutex:
+            self.writes.check_usable()  # as rmdir; and open handles keep their file
             buf = self.writes.get(p)
             self._keep_open_data(p, buf)
             self._cache.forget(p)

@@ -313,6 +313,7 @@ class PendingWrites:
     def truncate(self, path: str, size: int, author: str) -> None:
         self._check_size(path, size)
         with self.lock:
+            self.check_usable()  # before the lookup: a store gone away answers no entry
             buf = self._bufs.get(path)
             if buf is None:
                 entry = self.store.stat(path)
