@@ -34,6 +34,7 @@ test: system-deps $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 run: system-deps $(STAMP)
 	@$(BIN)/memfs mount $(MOUNTPOINT)

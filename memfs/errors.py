@@ -18,10 +18,13 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │   ├── TooLarge            a file over the configured size cap
     │   ├── CapExceeded         the tree would pass max_tree_bytes or max_files
     │   ├── InvalidMove         a directory moved into itself, or the root moved
+    │   ├── Damaged             stored bytes no longer match their SHA-256 (path, rev named)
     │   └── StoreUnavailable    the store cannot be opened or used
     │       ├── StoreFull       the disk (or the server) holding the store has no room
     │       ├── CorruptStore    the file is damaged or is not a memfs store
-    │       └── UnknownScheme   no backend registered for the URL's scheme
+    │       ├── UnknownScheme   no backend registered for the URL's scheme
+    │       ├── ReadOnlyStore   a mutation of a store opened read-only
+    │       └── NoSuchTree      a read-only open of a PostgreSQL tree that is not there
     ├── ActorError              an actor name that is empty, too long or not printable
     ├── QueryError              a search query that is empty, not a regex RE2 runs, or
     │                           past its time budget
@@ -128,6 +131,17 @@ class InvalidMove(StoreError):
     pass
 
 
+class Damaged(StoreError):
+    """Stored content no longer matches the SHA-256 recorded when it was written (a
+    failing disk, a torn copy, a hand edit): the store refuses to return wrong bytes.
+    ``path`` and ``rev`` name a revision holding it, ``sha256`` the hash it should have."""
+
+    def __init__(self, message: str, *, path: str = "", rev: int = 0, sha256: str = "") -> None:
+        super().__init__(message, path=path)
+        self.rev = rev
+        self.sha256 = sha256
+
+
 class StoreUnavailable(StoreError):
     """The store cannot be opened or used.
 
@@ -163,6 +177,19 @@ class CorruptStore(StoreUnavailable):
 
 class UnknownScheme(StoreUnavailable):
     pass
+
+
+class ReadOnlyStore(StoreUnavailable):
+    """A mutation (or housekeeping that writes) of a store opened with ``readonly=True``."""
+
+
+class NoSuchTree(StoreUnavailable):
+    """A read-only open named a PostgreSQL tree the database does not hold; ``trees``
+    lists the ones it does (the message names them too)."""
+
+    def __init__(self, message: str, *, trees: list[str], remedy: str | None = None) -> None:
+        super().__init__(message, remedy=remedy)
+        self.trees = trees
 
 
 class MountError(MemfsError):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memfs.store import Store, open_store
-from tests.fixtures.postgres import PgCluster
-from tests.store_contract import MakeStore, StoreContract
+from memfs.store.postgres import PostgresStore
+from tests.fixtures.postgres import DATABASE, SUPERUSER, PgCluster
+from tests.store_contract import Damage, MakeStore, StoreContract
 from tests.store_contract.model import OPS
 
 
@@ -28,6 +30,20 @@ class TestPostgresContract(StoreContract):
         yield make
         for store in opened:
             store.close()
+
+    @pytest.fixture
+    def damage(self, pg_cluster: PgCluster) -> Damage:
+        def overwrite(store: Store, sha256: str, data: bytes) -> None:
+            assert isinstance(store, PostgresStore)
+            conninfo = f"host={pg_cluster.socket_dir} user={SUPERUSER} dbname={DATABASE}"
+            with psycopg.connect(conninfo, autocommit=True) as db:
+                done = db.execute(
+                    "UPDATE memfs.blobs SET content = %s WHERE tree = %s AND sha256 = %s",
+                    (data, store.tree, sha256),
+                )
+                assert done.rowcount == 1
+
+        return overwrite
 
     # The model test again, wrapped by Hypothesis for this class alone: one wrapped test
     # method run by two classes (SQLite's and this one) fails Hypothesis's

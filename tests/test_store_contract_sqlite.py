@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memfs.store import Store, open_store
-from tests.store_contract import MakeStore, StoreContract
+from memfs.store.sqlite import SqliteStore
+from tests.store_contract import Damage, MakeStore, StoreContract
 
 
 class TestSqliteContract(StoreContract):
@@ -24,6 +26,24 @@ class TestSqliteContract(StoreContract):
         yield make
         for store in opened:
             store.close()
+
+    @pytest.fixture
+    def damage(self) -> Damage:
+        def overwrite(store: Store, sha256: str, data: bytes) -> None:
+            assert isinstance(store, SqliteStore)
+            db = sqlite3.connect(store.path)
+            try:
+                db.execute(
+                    "UPDATE blobs SET codec = 0, content = ? WHERE id ="
+                    " (SELECT blob_id FROM blob_refs WHERE sha256 = ?)",
+                    (data, sha256),
+                )
+                assert db.total_changes == 1
+                db.commit()
+            finally:
+                db.close()
+
+        return overwrite
 
 
 def test_shown_urls_mask_passwords_and_keep_the_rest() -> None:

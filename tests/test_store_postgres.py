@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
+import psycopg
 import pytest
 
-from memfs.errors import NotFound, StoreUnavailable
-from memfs.store import Store, open_store
+from memfs.errors import NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
+from memfs.store import Store, list_trees, open_store, postgres_schema
 from memfs.store.postgres_schema import SCHEMA_VERSION
 from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
 from tests.store_contract.common import A, tree
@@ -183,3 +185,144 @@ def test_password_pgpass_and_pg_environment_are_honoured(
     monkeypatch.setenv("PGUSER", PASSWORD_USER)
     with open_store(f"postgresql:///{DATABASE}?tree=pw") as same:
         assert same.read("f")[0] == b"1"
+
+
+def _fresh_database(pg_cluster: PgCluster, name: str) -> None:
+    pg_cluster.psql(f"DROP DATABASE IF EXISTS {name}", db="postgres")
+    pg_cluster.psql(f"CREATE DATABASE {name}", db="postgres")
+
+
+def test_read_only_never_creates_the_schema_or_a_tree(pg_cluster: PgCluster) -> None:
+    _fresh_database(pg_cluster, "rodb")
+    url = pg_cluster.url("tema", db="rodb")
+    with pytest.raises(NoSuchTree) as caught:
+        open_store(url, readonly=True)
+    assert "holds no memory trees yet" in str(caught.value) and caught.value.trees == []
+    assert pg_cluster.psql("SELECT to_regnamespace('memfs') IS NULL", db="rodb").strip() == "t"
+    for name in ("team", "archive"):
+        with open_store(pg_cluster.url(name, db="rodb")) as store:
+            store.write("f.md", name.encode(), author=A)
+    with pytest.raises(NoSuchTree) as caught:
+        open_store(url, readonly=True)
+    message = str(caught.value)
+    assert "has no tree 'tema' (its trees: archive, team)" in message and "\n" not in message
+    assert caught.value.trees == ["archive", "team"]
+    assert [t.name for t in list_trees(url)] == ["archive", "team"]  # none was made
+    with open_store(pg_cluster.url("team", db="rodb"), readonly=True) as store:
+        assert store.read("f.md")[0] == b"team"
+        with pytest.raises(ReadOnlyStore):
+            store.write("g.md", b"x", author=A)
+
+
+def test_read_only_refuses_an_older_schema_without_touching_it(pg_cluster: PgCluster) -> None:
+    _fresh_database(pg_cluster, "rodb_old")
+    url = pg_cluster.url("t", db="rodb_old")
+    open_store(url).close()
+    pg_cluster.psql("UPDATE memfs.meta SET value = '2' WHERE key = 'schema_version'", db="rodb_old")
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(url, readonly=True)
+    message = str(caught.value)
+    assert (
+        "from an older memfs (schema 2" in message and "open it once with write access" in message
+    )
+    version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
+    assert pg_cluster.psql(version, db="rodb_old").strip() == "2"
+
+
+def test_a_mutation_is_two_round_trips(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutation reads what its checks need in one round trip and sends its changes
+    with the commit in the next (one more when it finds history due for sweeping):
+    counted where psycopg's pipeline waits for results."""
+    from psycopg._pipeline_base import BasePipeline
+
+    store = open_store(pg_cluster.url())
+    try:
+        store.write("d/a.md", b"first\n", author=A, parents=True)
+        trips: list[str] = []
+        real = BasePipeline._fetch_gen
+
+        def counted(self: BasePipeline, *, flush: bool) -> Generator[Any, Any, None]:
+            if self.result_queue:  # results are owed: waiting for them is a round trip
+                trips.append("wait")
+            yield from real(self, flush=flush)
+
+        monkeypatch.setattr(BasePipeline, "_fetch_gen", counted)
+        for name, mutation, expected in (
+            ("a modify", lambda: store.write("d/a.md", b"second\n", author=A), 2),
+            ("a create", lambda: store.write("d/b.md", b"new\n", author=A), 2),
+            ("a rename", lambda: store.rename("d/b.md", "d/c.md", author=A), 2),
+            ("a delete", lambda: store.delete("d/c.md", author=A), 2),
+            # The next mutation finds the tombstone due: one more to read what to sweep.
+            ("a sweeping write", lambda: store.write("d/e.md", b"e\n", author=A), 3),
+            ("a recursive delete", lambda: store.delete("d", author=A, recursive=True), 2),
+            ("a mkdir", lambda: store.mkdir("x", author=A), 2),  # mkdir never sweeps
+            ("another sweeping write", lambda: store.write("x/f.md", b"f\n", author=A), 3),
+            ("a set_attrs", lambda: store.set_attrs("x", author=A, mode=0o755), 2),
+        ):
+            trips.clear()
+            mutation()
+            assert len(trips) == expected, (name, trips)
+        store.delete("x", author=A, recursive=True)
+        assert tree(store) == {}
+    finally:
+        store.close()
+
+
+def test_a_schema_2_database_migrates_with_its_trees(pg_cluster: PgCluster) -> None:
+    """A database as the memfs of schema 2 left it (its statement triggers counting),
+    opened by this one: row triggers replace them and every tree reads and counts on."""
+    _fresh_database(pg_cluster, "v2db")
+    conninfo = f"host={pg_cluster.socket_dir} user={SUPERUSER} dbname=v2db"
+    with psycopg.connect(conninfo, autocommit=True) as db, db.transaction():
+        db.execute("CREATE SCHEMA memfs")
+        db.execute("CREATE TABLE memfs.meta (key text PRIMARY KEY, value text NOT NULL)")
+        db.execute("INSERT INTO memfs.meta VALUES ('schema_version', '2')")
+        for step in postgres_schema.MIGRATIONS[:2]:
+            step(db)
+        tree = db.execute(
+            "INSERT INTO memfs.trees (name, created_ns, rev, seq) VALUES ('old', 1, 2, 2)"
+            " RETURNING id"
+        ).fetchone()[0]
+        content = b"written by schema 2\n"
+        digest = hashlib.sha256(content).hexdigest()
+        add = (
+            "INSERT INTO memfs.entries (tree, path, parent, kind, size, mode, mtime_ns,"
+            " ctime_ns, rev) VALUES (%s, %s, %s, %s, %s, %s, 1, 1, %s)"
+        )
+        db.execute(add, (tree, "", None, "dir", 0, 0o700, 0))
+        db.execute(add, (tree, "d", "", "dir", 0, 0o700, 1))
+        db.execute(add, (tree, "d/f.md", "d", "file", len(content), 0o600, 2))
+        db.execute("INSERT INTO memfs.blobs VALUES (%s, %s, %s)", (tree, digest, content))
+        db.execute(
+            "INSERT INTO memfs.revisions (tree, path, rev, author, time_ns, size, sha256)"
+            " VALUES (%s, 'd/f.md', 2, 'old memfs', 1, %s, %s)",
+            (tree, len(content), digest),
+        )
+        for seq, kind, path, rev in ((1, "mkdir", "d", 1), (2, "create", "d/f.md", 2)):
+            db.execute(
+                "INSERT INTO memfs.changes (tree, seq, kind, path, author, time_ns, rev)"
+                " VALUES (%s, %s, %s, %s, 'old memfs', 1, %s)",
+                (tree, seq, kind, path, rev),
+            )
+    url = pg_cluster.url("old", db="v2db")
+    with open_store(url, history=0) as store:
+        assert store.read("d/f.md")[0] == content
+        assert (store.usage().files, store.usage().dirs, store.usage().bytes) == (1, 1, 20)
+        assert store.last_seq() == 2 and store.history("d/f.md")[0].author == "old memfs"
+        store.write("d/f.md", b"new\n", author=A)  # history=0: the old revision goes
+        store.write("d/g.md", b"g\n", author=A)
+        assert (store.usage().files, store.usage().bytes) == (2, 6)
+        with pytest.raises(NotFound):
+            store.read_blob(digest)  # the blob went with its last revision
+        store.delete("d", author=A, recursive=True)
+        assert (store.usage().files, store.usage().dirs, store.usage().bytes) == (0, 0, 0)
+    version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
+    assert pg_cluster.psql(version, db="v2db").strip() == str(SCHEMA_VERSION)
+    triggers = (
+        "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal"
+    )
+    assert pg_cluster.psql(triggers, db="v2db").strip() == (
+        "entry_added,entry_removed,entry_resized,revision_removed"
+    )

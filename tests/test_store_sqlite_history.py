@@ -12,7 +12,7 @@ from pathlib import Path
 from memfs.store import open_store
 from memfs.store import sqlite_schema as schema
 from memfs.store.base import Store
-from memfs.store.sqlite_history import SWEEP_ROWS
+from memfs.store.rules import SWEEP_ROWS
 
 A = "tester"
 DAY = 86_400 * 10**9

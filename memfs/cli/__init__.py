@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "restore",
     "redact": "restore",
     "secrets": "secrets",
+    "check": "check",
     "trees": "trees",
     "copy": "copy",
     "expire": "expire",

@@ -1,29 +1,28 @@
-"""Operations: what one actor did in one go, the unit the web page shows and undoes.
+"""Operations: what one actor did in one go, the unit of history people read and undo.
 
-PROVISIONAL. This is an adapter over today's change feed, kept to the names and
-signatures the real operation log (issue #16) will keep: an operation is a run of
-consecutive feed records with the same author and time (one store mutation or batch,
-as :func:`memfs.history.undo.select` groups them today), and its id is the ``seq`` of
-its first record. The lead replaces the internals with the operations table; callers
-keep working.
-
-Until then the actor is the feed's author with a trailing ``(pid N)`` moved to
-``detail``, and filters read the feed newest first (a time filter stops at the first
-operation older than ``since_ns``, since the feed's times follow its order).
+Every change belongs to exactly one operation, recorded by the store in the same
+transaction as the change (:meth:`memfs.store.base.Store.acting`): one memory command
+from any door, one ``memfs`` command that changes the tree, or one process's burst of
+changes through a mount (consecutive changes by one process with no pause longer than
+:data:`memfs.mount.bursts.BURST_GAP_S`). This module reads them as people see them: a
+summary from the operation's net steps (:mod:`memfs.history.steps`: temporary files
+folded away), and takes one back whole (:func:`undo_operation`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memfs.errors import NotFound
-from memfs.history.undo import Outcome, undo
-from memfs.store.base import Change, Store
+from memfs.errors import Conflict, NotFound, Redacted, StoreError
+from memfs.history.steps import UNKNOWN, State, Step, after_of, fold, prior_of
+from memfs.store.base import Act, Change, Store
+from memfs.store.base import Operation as StoredOperation
 
-PAGE = 1000
-_PID = re.compile(r"^(?P<actor>.*?) \((?P<detail>pid \d+)\)$")
+# An operation of more records than this is summed up from its first ones only
+# (a log page must not read a 5,000-file delete whole to say what it was).
+SUMMARY_RECORDS = 20_000
+
 _VERBS = {
     "create": "created",
     "modify": "edited",
@@ -31,145 +30,110 @@ _VERBS = {
     "rename": "renamed",
     "mkdir": "made directory",
     "rmdir": "removed directory",
-    "attr": "changed attributes of",
+    "attr": "changed the mode of",
     "symlink": "made link",
 }
 _NOUNS = {
-    "create": ("created", "file"),
-    "modify": ("edited", "file"),
-    "delete": ("deleted", "file"),
-    "rename": ("renamed", "entry"),
-    "mkdir": ("made", "directory"),
-    "rmdir": ("removed", "directory"),
-    "attr": ("changed attributes of", "entry"),
-    "symlink": ("made", "link"),
+    "create": ("created", "file", "files"),
+    "modify": ("edited", "file", "files"),
+    "delete": ("deleted", "file", "files"),
+    "rename": ("moved", "entry", "entries"),
+    "mkdir": ("made", "directory", "directories"),
+    "rmdir": ("removed", "directory", "directories"),
+    "attr": ("changed the mode of", "entry", "entries"),
+    "symlink": ("made", "link", "links"),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
+    """One operation as people read it."""
+
     id: int
-    actor: str
-    detail: str
+    actor: str  # "agent:planner", "root (rm)", "memfs restore (user alice)"
+    detail: str  # shown small: "pid 812", "undo of operation 41" ("" if none)
     start_ns: int
     end_ns: int
-    summary: str
-    counts: dict[str, int] = field(hash=False)
-    top: str
+    summary: str  # "rm: deleted 5,000 files in many/", "agent: edited notes/a.md"
+    counts: dict[str, int] = field(hash=False)  # step action -> how many
+    top: str  # the deepest directory holding every path it touched ("" the root)
+    label: str = ""  # the program or command ("rm", "memfs restore")
 
     def as_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "actor": self.actor,
             "detail": self.detail,
+            "label": self.label,
+            "time": self.start_ns / 1e9,
             "start_ns": self.start_ns,
             "end_ns": self.end_ns,
-            "time": self.start_ns / 1e9,
             "summary": self.summary,
             "counts": dict(self.counts),
             "top": self.top,
         }
 
 
-@dataclass(frozen=True, slots=True)
-class UndoResult:
-    conflicts: list[str]  # why, naming the path, for each path changed since by others
-    done: bool
-    made: int
-    new_op: int | None
-
-
-def _key(change: Change) -> tuple[str, int]:
-    return change.author, change.time_ns
-
-
-def _actor(author: str) -> tuple[str, str]:
-    found = _PID.match(author)
-    return (found["actor"], found["detail"]) if found else (author, "")
-
-
-def _paths(change: Change) -> list[str]:
-    return [change.path] if change.old_path is None else [change.old_path, change.path]
-
-
-def _top(changes: list[Change]) -> str:
-    """The deepest directory holding every path the changes touched ("" the root)."""
+def _top(steps: Iterable[Step]) -> str:
     common: list[str] | None = None
-    for change in changes:
-        for path in _paths(change):
+    for step in steps:
+        for path in (step.path, step.old_path):
+            if path is None:
+                continue
             parts = path.split("/")
-            # A path names an entry; its directory is what holds it (a directory made
-            # or removed holds what is below it, so it counts as its own top).
-            dirs = (
-                parts if change.kind in ("mkdir", "rmdir") and path == change.path else parts[:-1]
-            )
+            # A path names an entry; what holds it is its directory (a directory made or
+            # removed holds what is below it, so it is its own top).
+            dirs = parts if step.action in ("mkdir", "rmdir") and path == step.path else parts[:-1]
             if common is None:
                 common = dirs
-            else:
-                n = 0
-                while n < min(len(common), len(dirs)) and common[n] == dirs[n]:
-                    n += 1
-                common = common[:n]
+                continue
+            n = 0
+            while n < min(len(common), len(dirs)) and common[n] == dirs[n]:
+                n += 1
+            common = common[:n]
     return "/".join(common or [])
 
 
-def _summary(actor: str, changes: list[Change], counts: dict[str, int], top: str) -> str:
-    program = actor.split(" ", 1)[0] if not actor.startswith("memfs ") else actor.split(" (")[0]
-    if len(changes) == 1:
-        change = changes[0]
-        what = change.path if change.old_path is None else f"{change.old_path} -> {change.path}"
-        return f"{program}: {_VERBS.get(change.kind, change.kind)} {what or '/'}"
-    parts = []
-    for kind, n in counts.items():
-        verb, noun = _NOUNS.get(kind, (kind, "entry"))
-        noun = noun if n == 1 else ("directories" if noun == "directory" else noun + "s")
-        parts.append(f"{verb} {n:,} {noun}")
-    where = f" in {top}/" if top else ""
-    return f"{program}: {', '.join(parts)}{where}"
-
-
-def _operation(changes: list[Change]) -> Operation:
-    """The operation of one group of records, oldest first."""
+def describe(steps: list[Step], who: str) -> tuple[str, dict[str, int], str]:
+    """The summary, counts and top of an operation's steps, ``who`` leading it."""
     counts: dict[str, int] = {}
-    for change in changes:
-        counts[change.kind] = counts.get(change.kind, 0) + 1
-    actor, detail = _actor(changes[0].author)
-    top = _top(changes)
+    for step in steps:
+        counts[step.action] = counts.get(step.action, 0) + 1
+    top = _top(steps)
+    if not steps:
+        return f"{who}: changed nothing for good", counts, top
+    if len(steps) == 1:
+        step = steps[0]
+        what = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
+        return f"{who}: {_VERBS[step.action]} {what or '/'}", counts, top
+    parts = []
+    for action, n in counts.items():
+        verb, one, many = _NOUNS[action]
+        parts.append(f"{verb} {n:,} {one if n == 1 else many}")
+    where = f" in {top}/" if top else ""
+    return f"{who}: {', '.join(parts)}{where}", counts, top
+
+
+def _who(stored: StoredOperation) -> str:
+    return stored.label or stored.actor
+
+
+def _read(store: Store, stored: StoredOperation) -> Operation:
+    records = store.changes(op=stored.id, limit=SUMMARY_RECORDS)
+    summary, counts, top = describe(fold(records), _who(stored))
+    if stored.changes > len(records):
+        summary += f" (and {stored.changes - len(records):,} more changes)"
     return Operation(
-        id=changes[0].seq,
-        actor=actor,
-        detail=detail,
-        start_ns=changes[0].time_ns,
-        end_ns=changes[-1].time_ns,
-        summary=_summary(actor, changes, counts, top),
-        counts=counts,
-        top=top,
+        stored.id,
+        stored.actor,
+        stored.detail,
+        stored.start_ns,
+        stored.end_ns,
+        summary,
+        counts,
+        top,
+        stored.label,
     )
-
-
-def _groups(store: Store, before: int | None) -> Iterator[list[Change]]:
-    """The records in groups, newest operation first, each group oldest first; with
-    ``before`` (an id from an earlier page), only records below it."""
-    until = None if before is None else before - 1
-    group: list[Change] = []  # newest first while it grows
-    while until is None or until > 0:
-        page = store.changes(0, PAGE, until=until, newest_first=True)
-        for change in page:
-            if group and _key(change) != _key(group[0]):
-                yield group[::-1]
-                group = []
-            group.append(change)
-        if len(page) < PAGE:
-            break
-        until = page[-1].seq - 1
-    if group:
-        yield group[::-1]
-
-
-def _touches(changes: list[Change], path: str) -> bool:
-    if path == "":
-        return True
-    return any(p == path or p.startswith(path + "/") for change in changes for p in _paths(change))
 
 
 def operations(
@@ -182,89 +146,216 @@ def operations(
     before: int | None = None,
     limit: int = 20,
 ) -> list[Operation]:
-    """Operations newest first: only ids below ``before`` (paging), touching ``path``
-    or below it, by an actor containing ``actor``, that started within the times."""
-    found: list[Operation] = []
-    if limit < 1:
-        return found
-    for group in _groups(store, before):
-        if since_ns is not None and group[-1].time_ns < since_ns:
-            break
-        if until_ns is not None and group[0].time_ns > until_ns:
-            continue
-        if actor is not None and actor not in group[0].author:
-            continue
-        if not _touches(group, path):
-            continue
-        found.append(_operation(group))
-        if len(found) >= limit:
-            break
-    return found
-
-
-def operation_changes(store: Store, op_id: int) -> list[Change]:
-    """The records of operation ``op_id``, oldest first; NotFound if no operation
-    starts there."""
-    if op_id < 1:
-        raise NotFound(f"no operation {op_id}")
-    first = store.changes(op_id - 1, 1)
-    if not first or first[0].seq != op_id:
-        raise NotFound(f"no operation {op_id}")
-    previous = store.changes(0, 1, until=op_id - 1, newest_first=True)
-    if previous and _key(previous[0]) == _key(first[0]):
-        raise NotFound(f"no operation {op_id} (change {op_id} is inside an earlier one)")
-    key = _key(first[0])
-    changes: list[Change] = []
-    after = op_id - 1
-    while True:
-        page = store.changes(after, PAGE)
-        for change in page:
-            if _key(change) != key:
-                return changes
-            changes.append(change)
-        if len(page) < PAGE:
-            return changes
-        after = page[-1].seq
+    """Operations newest first: ids below ``before`` (paging), touching ``path`` or
+    below it, by an actor whose name contains ``actor``, started within the times."""
+    stored = store.operations(
+        before=before,
+        limit=limit,
+        actor=actor,
+        since_ns=since_ns,
+        until_ns=until_ns,
+        path=path or None,
+    )
+    return [_read(store, op) for op in stored]
 
 
 def operation(store: Store, op_id: int) -> Operation:
     """Operation ``op_id``; NotFound if there is none."""
-    return _operation(operation_changes(store, op_id))
+    return _read(store, store.operation(op_id))
 
 
-class _Refused(Exception):
-    """Conflicts met while undoing for real: the batch is rolled back."""
+def operation_changes(store: Store, op_id: int) -> list[Change]:
+    """The feed records of operation ``op_id``, oldest first (NotFound if unknown)."""
+    store.operation(op_id)
+    return store.changes(op=op_id)
+
+
+def operation_steps(store: Store, op_id: int) -> list[Step]:
+    """What operation ``op_id`` did, path by path, as people read it."""
+    return fold(operation_changes(store, op_id))
+
+
+# --- undo -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UndoResult:
+    """What an undo did or would do: ``conflicts`` says why for each path it could not
+    take back (changed since by someone else, or content no longer retained); ``done``
+    whether it changed the tree, as ``made`` feed records of operation ``new_op``."""
+
+    conflicts: list[str]
+    done: bool
+    made: int
+    new_op: int | None
+    steps: list[Step] = field(default_factory=list)  # what it takes back
+
+
+def _now(store: Store, path: str) -> State | None:
+    try:
+        entry = store.stat(path)
+    except NotFound:
+        return None
+    if entry.kind == "file":
+        newest = store.history(path, limit=1)[0]
+        return State("file", newest.sha256, entry.size, entry.mode)
+    return State(entry.kind, mode=entry.mode, target=entry.target)
+
+
+def _retained(store: Store, state: State | None) -> bool:
+    if state is None or state.kind != "file" or state.sha256 is None:
+        return True
+    try:
+        store.read_blob(state.sha256)
+    except NotFound:
+        return False
+    return True
+
+
+def _same(state: State | None, now: State | None) -> bool:
+    if state is None:
+        return now is None
+    return state.same(now)
+
+
+def conflicts_of(store: Store, steps: list[Step]) -> list[str]:
+    """Why each step cannot be taken back now: its path no longer holds what the
+    operation left there, or the earlier content is no longer retained."""
+    found: list[str] = []
+    for step in steps:
+        if step.before is UNKNOWN:
+            found.append(f"'{step.old_path or step.path}': its earlier state was not recorded")
+            continue
+        now = _now(store, step.path)
+        if not _same(step.after, now):
+            found.append(f"'{step.path}' was changed since")
+            continue
+        if step.action == "rename" and step.old_path is not None:
+            back = _now(store, step.old_path)
+            if back is not None:
+                found.append(f"'{step.old_path}' holds something new since")
+                continue
+        for earlier in (step.before, step.replaced):
+            if not _retained(store, earlier):
+                found.append(f"the earlier content of '{step.old_path or step.path}' is gone")
+                break
+    return found
+
+
+def _put(store: Store, path: str, state: State, author: str) -> None:
+    """Make ``path`` hold ``state`` (a file's content by hash, a directory, a link)."""
+    current = _now(store, path)
+    if state.kind == "dir":
+        if current is None:
+            store.mkdir(path, author=author, mode=state.mode or 0o700, parents=True)
+        elif state.mode is not None and current.mode != state.mode:
+            store.set_attrs(path, author=author, mode=state.mode)
+        return
+    if state.kind == "symlink":
+        if current is None and state.target is not None:
+            store.symlink(path, state.target, author=author)
+        return
+    assert state.sha256 is not None
+    data = store.read_blob(state.sha256)
+    rev = store.stat(path).rev if current is not None else 0
+    store.write(path, data, author=author, expected_rev=rev, mode=state.mode, parents=True)
+    if current is not None and state.mode is not None and current.mode != state.mode:
+        store.set_attrs(path, author=author, mode=state.mode)
+
+
+def _remove(store: Store, path: str, author: str) -> None:
+    try:
+        entry = store.stat(path)
+    except NotFound:
+        return
+    store.delete(path, author=author, expected_rev=entry.rev)
+
+
+def _revert(store: Store, change: Change, author: str) -> None:
+    """Take back one record, newest first: only while its path holds what it left (a
+    later record of the same operation may have moved it on already)."""
+    kind, path = change.kind, change.path
+    after, prior = after_of(change), prior_of(change)
+    now = _now(store, path)
+    if kind == "rename" and change.old_path is not None:
+        if after is not None and after.same(now) and _now(store, change.old_path) is None:
+            store.rename(path, change.old_path, author=author)
+            if prior is not None:
+                _put(store, path, prior, author)
+        return
+    if not _same(after, now):
+        return
+    if prior is None:
+        _remove(store, path, author)
+    else:
+        _put(store, path, prior, author)
 
 
 def undo_operation(
-    store: Store, op_id: int, *, actor: str, force: bool = False, dry_run: bool = False
+    store: Store,
+    op_id: int,
+    *,
+    actor: str,
+    force: bool = False,
+    dry_run: bool = False,
+    label: str = "memfs undo",
 ) -> UndoResult:
     """Take operation ``op_id`` back whole, as one new operation by ``actor``: all or
-    nothing. Paths changed since by others (or whose earlier content is gone) are
-    ``conflicts``; with any and not ``force``, nothing changes. ``dry_run`` says what
-    would happen."""
-    chosen = list(reversed(operation_changes(store, op_id)))
-    conflicts: list[str] = []
+    nothing. When a path it would change was changed since by someone else, the
+    conflicts are listed and nothing changes, unless ``force`` (then what can be taken
+    back is). Undoing an undo redoes. NotFound for an unknown operation."""
+    records = operation_changes(store, op_id)
+    return _undo(store, [records], actor=actor, force=force, dry_run=dry_run, label=label,
+                 detail=f"undo of operation {op_id}")  # fmt: skip
+
+
+def undo_operations(
+    store: Store,
+    op_ids: list[int],
+    *,
+    actor: str,
+    force: bool = False,
+    dry_run: bool = False,
+    label: str = "memfs undo",
+) -> UndoResult:
+    """Several operations taken back newest first, as one new operation."""
+    ordered = sorted(op_ids, reverse=True)
+    records = [operation_changes(store, op) for op in ordered]
+    shown = ", ".join(str(op) for op in ordered[:5]) + (" ..." if len(ordered) > 5 else "")
+    return _undo(store, records, actor=actor, force=force, dry_run=dry_run, label=label,
+                 detail=f"undo of operations {shown}")  # fmt: skip
+
+
+class _Refused(Exception):
+    """A conflict met while undoing for real: the batch is rolled back."""
+
+
+def _undo(
+    store: Store,
+    groups: list[list[Change]],
+    *,
+    actor: str,
+    force: bool,
+    dry_run: bool,
+    label: str,
+    detail: str,
+) -> UndoResult:
+    steps = [step for records in groups for step in fold(records)]
+    conflicts = conflicts_of(store, steps)
+    if dry_run or (conflicts and not force):
+        return UndoResult(conflicts, False, 0, None, steps)
+    act = Act(actor, detail=detail, label=label)
     try:
-        with store.batch():
+        with store.acting(act), store.batch():
             start = store.last_seq()
-            check = undo(store, chosen, author=actor, dry_run=True)
-            conflicts = _conflicts(check.outcomes)
-            if dry_run or (conflicts and not force):
-                return UndoResult(conflicts, False, 0, None)
-            report = undo(store, chosen, author=actor)
-            late = _conflicts(report.outcomes)
-            if late and not force:
-                conflicts = late
-                raise _Refused
-    except _Refused:
-        return UndoResult(conflicts, False, 0, None)
-    return UndoResult(conflicts, True, report.made, start + 1 if report.made else None)
-
-
-def _conflicts(outcomes: list[Outcome]) -> list[str]:
-    return [
-        o.why or o.change.path  # undo's reasons name the path ("'a.md' was changed since")
-        for o in outcomes
-        if o.result in ("conflict", "unavailable")
-    ]
+            for records in groups:
+                for change in reversed(records):
+                    try:
+                        _revert(store, change, actor)
+                    except (Conflict, StoreError) as exc:
+                        if isinstance(exc, Redacted) or not force:
+                            raise _Refused(str(exc)) from exc
+            made = store.last_seq() - start
+    except _Refused as exc:
+        return UndoResult([*conflicts, str(exc)], False, 0, None, steps)
+    return UndoResult(conflicts, made > 0, made, act.id if made else None, steps)

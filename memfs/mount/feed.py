@@ -33,10 +33,10 @@ T = TypeVar("T")
 class OwnChanges:
     """The feed sequence numbers this mount's own mutations produced.
 
-    Each mutation runs between two feed reads under the mount's lock; the records that
-    appeared in between with this mutation's author are ours. (Another process writing
-    the same author string in that instant would only cost a skipped invalidation of a
-    path this mount had just changed anyway.)
+    ``mutation`` is one store call; the store says which feed numbers it appended
+    (:meth:`memfs.store.base.Store.appended`, kept per thread), so learning them costs
+    no feed read, and another process writing under the same author name is never
+    taken for this mount. (``run`` still takes the author its callers pass, unused.)
     """
 
     def __init__(self, store: Store) -> None:
@@ -45,11 +45,11 @@ class OwnChanges:
         self._lock = threading.Lock()
 
     def run(self, author: str, mutation: Callable[[], T]) -> T:
-        before = self.store.last_seq()
         result = mutation()
-        mine = [c.seq for c in self.store.changes(since=before) if c.author == author]
-        with self._lock:
-            self._seqs.update(mine)
+        mine = self.store.appended()
+        if mine:
+            with self._lock:
+                self._seqs.update(mine)
         return result
 
     def claim(self, seq: int) -> bool:

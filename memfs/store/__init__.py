@@ -6,8 +6,11 @@ URL, :func:`default_url` is used: ``$MEMFS_STORE`` if set, else ``memory.db`` in
 platform's user data directory for ``memfs``.
 
 Query options (``?name=value&...``) and keyword options are handed to the backend,
-which validates them (keyword options win over the URL's). A backend is a callable
-``opener(url_without_query, options) -> Store`` registered with :func:`register`.
+which validates them (keyword options win over the URL's); ``readonly=True`` opens a
+store for reading only, never creating, migrating or writing it. A backend is a callable
+``opener(url_without_query, options) -> Store`` registered with :func:`register`; the
+SQL backends are one algorithm (:mod:`memfs.store.engine`) over a dialect each
+(:mod:`memfs.store.sql` says what a new one supplies).
 """
 
 from __future__ import annotations
@@ -108,7 +111,8 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
 
 
 def open_store(url: str | os.PathLike[str] | None = None, **options: object) -> Store:
-    """Open (creating if needed) the store named by ``url``; see the module docstring.
+    """Open (creating if needed, unless ``readonly=True``) the store named by ``url``;
+    see the module docstring.
 
     A :class:`pathlib.Path` is taken as a bare file path.
     """

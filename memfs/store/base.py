@@ -80,8 +80,19 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
 
 9. **Symlinks are data.** A symlink is stored with its target text and never resolved by
    the store; it exists so that tools that make them (emacs lock files, git probes) work
-   on the mount. ``read``, ``truncate``, ``history`` and ``read_revision`` of a symlink
-   raise NotFound; ``write`` onto one raises AlreadyExists.
+   on the mount. A target is any text a file system holds, undecodable bytes included
+   (a ``surrogateescape`` str, as ``os.fsdecode`` gives), and reads back exactly.
+   ``read``, ``truncate``, ``history`` and ``read_revision`` of a symlink raise
+   NotFound; ``write`` onto one raises AlreadyExists.
+
+10. **Bytes are checked.** Content is returned only while it still has the SHA-256
+    recorded when it was written: ``read``, ``read_revision`` and ``read_blob`` raise
+    :class:`~memfs.errors.Damaged` (naming a path and revision) instead of returning
+    other bytes, and :meth:`Store.verify` lists every damaged retained revision.
+
+11. **Read-only opening.** ``open_store(url, readonly=True)`` never creates, migrates or
+    writes anything; every mutation (and :meth:`Store.mark_used`) raises
+    :class:`~memfs.errors.ReadOnlyStore`.
 
 Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
 except programming errors.
@@ -191,6 +202,34 @@ class Change:
     prior_size: int | None = None
     prior_mode: int | None = None
     prior_target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of the log (invariant 10): what one actor did in one go."""
+
+    id: int
+    actor: str
+    detail: str  # free text shown small ("pid 812", "undo of operation 41"), never matched
+    label: str  # the program or command ("rm", "memfs restore"; "" when the actor says it)
+    start_ns: int
+    end_ns: int
+    first_seq: int
+    last_seq: int
+    changes: int  # how many feed records it made
+
+
+@dataclass(slots=True, eq=False)
+class Act:
+    """An operation as its maker holds it while it goes on (:meth:`Store.acting`):
+    every mutation made inside belongs to it. ``id`` is None until the store records the
+    operation, in the transaction of its first change; it stays None if that
+    transaction is undone."""
+
+    actor: str
+    detail: str = ""
+    label: str = ""
+    id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,6 +518,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def unused(self, before_ns: int) -> list[Entry]:
         """Live files whose last use is before ``before_ns``, by path."""
+
+    @abc.abstractmethod
+    def appended(self) -> range:
+        """The feed numbers the calling thread's last mutation appended (committed, or
+        inside a batch to be committed with it); an empty range when it appended none
+        or was refused. After a batch: everything the batch appended. A caller learns
+        its own changes from this without reading the feed."""
+
+    @abc.abstractmethod
+    def verify(self, progress: Callable[[int, int], None] | None = None) -> list[Revision]:
+        """Every retained revision whose stored bytes no longer match its SHA-256 (or are
+        missing), by path and revision; redacted ones have no bytes to check. Reads the
+        whole store, calling ``progress(checked, total)`` as it goes."""
 
     @abc.abstractmethod
     def batch(self) -> AbstractContextManager[None]:

@@ -4,12 +4,15 @@
 :mod:`memfs.store.postgres_url`). One database holds many trees; every row is keyed
 by its tree (:mod:`memfs.store.postgres_schema`, which memfs creates and migrates).
 
-Guarantees, as :mod:`memfs.store.base` states them: every mutation is one transaction
-that holds its tree's row lock, so a tree's revisions and feed numbers commit in order
-(:mod:`memfs.store.postgres_conn`); a commit is durable as the server's settings make it
-(``synchronous_commit``, replication). Followers are woken by LISTEN/NOTIFY
-(:mod:`memfs.store.postgres_feed`). History follows the SQLite store's rules
-(:mod:`memfs.store.postgres_history`); mutations: :mod:`memfs.store.postgres_writes`.
+The algorithm is :mod:`memfs.store.engine`'s; this module is the PostgreSQL page of it
+(:class:`PgDialect`): every statement kept to the store's tree, the counters and write
+lock in the tree's ``trees`` row, content in ``blobs`` as it is (PostgreSQL compresses
+large values itself). Guarantees, as :mod:`memfs.store.base` states them: every
+mutation is one transaction that holds its tree's row lock, so a tree's revisions and
+feed numbers commit in order; a commit is durable as the server's settings make it
+(``synchronous_commit``, replication). A mutation is a round trip for what it reads
+and one for what it writes (:mod:`memfs.store.postgres_conn`). Followers are woken by
+LISTEN/NOTIFY (:mod:`memfs.store.postgres_feed`).
 
 When the server goes away, calls fail with StoreUnavailable and the next call after it
 is back connects again; see :mod:`memfs.store.postgres_conn`.
@@ -17,133 +20,213 @@ is back connects again; see :mod:`memfs.store.postgres_conn`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 
-from memfs.errors import NotADirectory, NotFound, StoreUnavailable
-from memfs.store.base import Entry, Store, Usage
-from memfs.store.postgres_feed import PgFeed
-from memfs.store.postgres_history import COLS, STAT
+from memfs.errors import StoreError, StoreUnavailable
+from memfs.store import postgres_schema as schema
+from memfs.store.engine import SqlStore
+from memfs.store.postgres_conn import PgConnections
+from memfs.store.postgres_feed import Listener
 from memfs.store.postgres_url import PgOptions, parse
-from memfs.store.sqlite_conn import need_file
+from memfs.store.sql import Cursor, Params
 
-__all__ = ["PostgresStore", "open_postgres"]
+__all__ = ["PgDialect", "PostgresStore", "open_postgres"]
 
-_READ = (
-    "SELECT e.path, e.kind, e.size, e.mode, e.mtime_ns, e.ctime_ns, e.rev, e.uid, e.gid,"
-    " e.target, b.content FROM memfs.entries e LEFT JOIN memfs.revisions r"
-    " ON r.tree = e.tree AND r.path = e.path AND r.rev = e.rev AND e.kind = 'file'"
-    " LEFT JOIN memfs.blobs b ON b.tree = r.tree AND b.sha256 = r.sha256"
-    " WHERE e.tree = %s AND e.path = %s"
-)
+log = logging.getLogger(__name__)
+
+_PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
-def open_postgres(url: str, options: Mapping[str, object]) -> PostgresStore:
-    """Registry opener for ``postgresql://`` and ``postgres://`` URLs."""
-    return PostgresStore(parse(url, options))
+class PgDialect:
+    """:class:`memfs.store.sql.Dialect` for PostgreSQL (12 or newer)."""
 
+    tree_column = "tree, "
+    tree_value = ":tree, "
+    codec = "0"  # bytes are stored as they are
+    begin = (
+        "SELECT rev, seq, (SELECT min(due_ns) FROM gone WHERE tree = :tree) FROM trees"
+        " WHERE id = :tree FOR UPDATE"
+    )
+    usage = "SELECT files, dirs, bytes FROM trees WHERE id = :tree"
+    blob = "SELECT 0, content FROM blobs WHERE tree = :tree AND sha256 = :sha"
 
-class PostgresStore(PgFeed, Store):
-    """One memory tree in a PostgreSQL database; see the module docstring."""
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        columns = "tree, seq, kind, path, old_path, author, time_ns, rev, size, sha256"
+        one = (
+            f"INSERT INTO changes ({columns}) VALUES (:tree, :seq, :kind, :p, :old, :author,"
+            " :now, :rev, :size, :sha)"
+        )
+        # Many records in one statement, as one array per column: a recursive delete of
+        # any size is one insert. (One record goes as plain values: sending arrays costs
+        # the client more.)
+        many = (
+            f"INSERT INTO changes ({columns}) SELECT :tree, * FROM unnest(:seq::bigint[],"
+            " :kind::text[], :p::text[], :old::text[], :author::text[], :now::bigint[],"
+            " :rev::bigint[], :size::bigint[], :sha::text[])"
+        )
+        self._append_one, self._append_many = self.render(one), self.render(many)
+        # NOTIFY is delivered at commit, to listeners only once the change is visible.
+        counters = (
+            "UPDATE trees SET rev = :count_rev, seq = :count_seq WHERE id = :tree"
+            " RETURNING pg_notify(:channel, :payload)"
+        )
+        self._finish = self.render(counters)
+        self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
+        self._finish_many = self.render(f"WITH c AS ({many}) {counters}")
+        # Stored bytes that no longer match (damaged) are replaced by the ones written
+        # now; the server compares, so sound content is left untouched.
+        self._put = self.render(
+            "INSERT INTO blobs (tree, sha256, content) VALUES (:tree, :sha, :data)"
+            " ON CONFLICT (tree, sha256) DO UPDATE SET content = excluded.content"
+            " WHERE blobs.content IS DISTINCT FROM excluded.content"
+        )
+        self._drop = self.render("DELETE FROM blobs WHERE tree = :tree AND sha256 = :sha")
 
-    def __init__(self, options: PgOptions) -> None:
-        super().__init__(options)
-        self.url = options.url
-        self.max_file_bytes = options.max_file_bytes
-        self.max_tree_bytes = options.max_tree_bytes
-        self.max_files = options.max_files
+    def t(self, alias: str = "") -> str:
+        return f"{alias}.tree = :tree AND " if alias else "tree = :tree AND "
 
-    def __repr__(self) -> str:
-        return f"PostgresStore({self.url!r})"
+    def greatest(self, a: str, b: str) -> str:
+        return f"greatest({a}, {b})"
 
-    # --- reading -------------------------------------------------------------------------
-    def stat(self, path: str) -> Entry:
-        with self._conn() as db:
-            row = db.execute(STAT, (self.tree, path)).fetchone()
-        if row is None:
-            raise NotFound(f"no entry at '{path}'", path=path)
-        return Entry(*row)
+    def octets(self, column: str) -> str:
+        return f"octet_length({column})"
 
-    def listdir(self, path: str) -> list[Entry]:
-        with self._read() as db:
-            rows = db.execute(
-                f"SELECT {COLS} FROM memfs.entries WHERE tree = %s AND parent = %s ORDER BY path",
-                (self.tree, path),
-            ).fetchall()
-            if not rows:
-                # No children: say whether the directory is empty, missing or not one.
-                row = db.execute(STAT, (self.tree, path)).fetchone()
-                if row is None:
-                    raise NotFound(f"no entry at '{path}'", path=path)
-                if row[1] != "dir":
-                    raise NotADirectory(f"'{path}' is not a directory", path=path)
-        return [Entry(*row) for row in rows]
+    def content(self, rev: str, *, left: bool = False, on: str = "") -> str:
+        join = "LEFT JOIN" if left else "JOIN"
+        cond = f"{on} AND " if on else ""
+        return f"{join} blobs b ON {cond}b.tree = {rev}.tree AND b.sha256 = {rev}.sha256"
 
-    def read(self, path: str) -> tuple[bytes, Entry]:
-        with self._conn() as db:
-            row = db.execute(_READ, (self.tree, path)).fetchone()
-        if row is None:
-            raise NotFound(f"no entry at '{path}'", path=path)
-        entry = Entry(*row[:-1])
-        need_file(entry)
-        return (b"" if row[-1] is None else bytes(row[-1])), entry
+    def render(self, sql: str) -> str:
+        return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
-    def walk(self, path: str = "") -> Iterator[Entry]:
-        with self._read() as db:
-            row = db.execute(STAT, (self.tree, path)).fetchone()
-            if row is None:
-                raise NotFound(f"no entry at '{path}'", path=path)
-            if row[1] != "dir":
-                raise NotADirectory(f"'{path}' is not a directory", path=path)
-            if path == "":
-                sql = f"SELECT {COLS} FROM memfs.entries WHERE tree = %(t)s AND path <> ''"
-            else:
-                sql = (
-                    f"SELECT {COLS} FROM memfs.entries WHERE tree = %(t)s"
-                    " AND path > %(p)s || '/' AND path < %(p)s || '0'"
-                )
-            rows = db.execute(sql + " ORDER BY path", {"t": self.tree, "p": path}).fetchall()
-        # Sorted by path in byte order, every entry comes after its parent.
-        for r in rows:
-            yield Entry(*r)
-
-    def subtree_extent(self, path: str) -> tuple[int, int]:
-        with self._conn() as db:
-            return self._extent(db, path)
-
-    def _extent(self, db: psycopg.Connection, path: str) -> tuple[int, int]:
-        if path == "":
-            where, args = "tree = %(t)s AND path <> ''", {"t": self.tree}
+    def append(self, db: Cursor, records: Sequence[Params]) -> None:
+        if len(records) == 1:
+            db.run(self._append_one, records[0])
         else:
-            where = "tree = %(t)s AND path > %(p)s || '/' AND path < %(p)s || '0'"
-            args = {"t": self.tree, "p": path}
-        row = db.execute(
-            "SELECT max(length(path) - length(replace(path, '/', ''))),"
-            f" max(octet_length(path)) FROM memfs.entries WHERE {where}",
-            args,
-        ).fetchone()
-        if row is None or row[0] is None:
-            return 0, 0
-        if path == "":
-            return int(row[0]) + 1, int(row[1]) + 1
-        return int(row[0]) - path.count("/"), int(row[1]) - len(path.encode("utf-8"))
+            db.run(self._append_many, _columns(records))
 
-    # --- housekeeping --------------------------------------------------------------------
+    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+        params = {"count_rev": rev, "count_seq": seq, "channel": self.channel, "payload": str(seq)}
+        if not records:
+            db.run(self._finish, params)
+        elif len(records) == 1:
+            db.run(self._finish_one, {**params, **records[0]})
+        else:
+            db.run(self._finish_many, {**params, **_columns(records)})
+
+    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+        db.run(self._put, {"sha": sha256, "data": data})
+
+    def drop_blob(self, db: Cursor, sha256: str) -> None:
+        db.run(self._drop, {"sha": sha256})
+
+    def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
+        return b"" if stored is None else bytes(stored)
+
+
+_RECORD = ("seq", "kind", "p", "old", "author", "now", "rev", "size", "sha")
+
+
+def _columns(records: Sequence[Params]) -> dict[str, object]:
+    """Change records as one array per column (psycopg sends a list as an array)."""
+    return {name: [record[name] for record in records] for name in _RECORD}
+
+
+class PgBackend(PgConnections):
+    """:class:`memfs.store.sql.Backend` for one tree of a PostgreSQL database."""
+
+    pushes_changes = True
+
+    def __init__(self, options: PgOptions, clock: Callable[[], int] = time.time_ns) -> None:
+        self.limits = options.limits
+        self.url = options.url
+        super().__init__(options, self._configure_connection)
+        db = self.connect()
+        try:
+            schema.prepare(db, options.where, readonly=self.limits.readonly)
+            tree = schema.tree_id(db, options.tree, clock(), create=not self.limits.readonly)
+            if tree is None:
+                raise schema.no_such_tree(db, options.where, options.tree)
+        except psycopg.Error as e:
+            raise self.translate(e) from e
+        finally:
+            db.close()
+        self.tree = tree
+        channel = f"memfs_tree_{tree}"
+        self.dialect = PgDialect(channel)
+        self.listener = Listener(channel, self.connect, self.translate)
+
+    def _configure_connection(self, db: psycopg.Connection) -> None:
+        db.execute("SET search_path = memfs")  # the engine's statements name bare tables
+        if self.limits.readonly:
+            db.execute("SET default_transaction_read_only = on")
+
+    @contextmanager
+    def purging(self, db: Cursor) -> Iterator[None]:
+        yield  # the server frees a deleted row's space itself (purged: VACUUM)
+
+    def purged(self) -> None:
+        try:
+            with self._connection() as db:
+                db.execute("VACUUM memfs.blobs")
+        except (StoreError, psycopg.Error) as e:
+            # The content is already unreachable; only its space waits for autovacuum.
+            log.warning("memfs: could not vacuum the redacted content's space: %s", e)
+
+    def missing_tree(self) -> StoreError:
+        return StoreUnavailable(f"the tree {self.options.tree!r} was removed from the database")
+
     def storage_problem(self) -> str | None:
         try:
-            with self._conn() as db:
-                row = db.execute("SELECT 1 FROM memfs.trees WHERE id = %s", (self.tree,)).fetchone()
+            row = self.one(self.dialect.render("SELECT 1 FROM trees WHERE id = :tree"))
         except StoreUnavailable:
             return None  # the server away: an outage, which the follower reports itself
         if row is None:
             return f"the tree {self.options.tree!r} was dropped from {self.options.where}"
         return None
 
-    def usage(self) -> Usage:
-        with self._conn() as db:
-            row = db.execute(
-                "SELECT files, dirs, bytes FROM memfs.trees WHERE id = %s", (self.tree,)
-            ).fetchone()
-        assert row is not None
-        return Usage(files=int(row[0]), dirs=int(row[1]), bytes=int(row[2]))
+    def rescue(self, recovery_dir: Path) -> Path | None:
+        return None  # what was committed is on the server
+
+    def wait_for_changes(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
+        return self.listener.wait(since, timeout, last_seq)
+
+    def defer_maintenance(self) -> None:
+        return None  # nothing to move off the write path: the server does its own
+
+    def maintain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        super().close()
+        with contextlib.suppress(psycopg.Error):
+            self.listener.close()
+
+
+class PostgresStore(SqlStore):
+    """One memory tree in a PostgreSQL database; see the module docstring."""
+
+    def __init__(self, options: PgOptions) -> None:
+        self.options = options
+        self._server = PgBackend(options)
+        super().__init__(self._server)
+        self.tree = self._server.tree
+
+    @property
+    def outage(self) -> float | None:
+        """Since when (``time.time()``) the server has been unreachable, or None."""
+        return self._server.outage
+
+
+def open_postgres(url: str, options: Mapping[str, object]) -> PostgresStore:
+    """Registry opener for ``postgresql://`` and ``postgres://`` URLs."""
+    return PostgresStore(parse(url, options))

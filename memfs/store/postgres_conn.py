@@ -1,108 +1,156 @@
-"""Connections to the server, transactions, and coming back after the server went away.
+"""The PostgreSQL store's connections and transactions, and coming back after the server
+went away.
 
-A small pool of autocommit connections (threads take one per call and give it back), so
-the FUSE daemon's threads read in parallel without a connection each: PostgreSQL forks
-a process per connection, and FUSE worker threads come and go. A thread inside
-:meth:`PgConnections.batch` keeps its connection and transaction until the batch ends.
+Connections come from a :class:`psycopg_pool.ConnectionPool` shared by the store's
+threads (PostgreSQL forks a process per connection, and FUSE worker threads come and
+go); a thread inside a batch keeps its connection and transaction until the batch ends.
 
-Every mutation is one transaction that first locks its tree's row in ``memfs.trees``
-(see :mod:`memfs.store.postgres_schema`), takes its revision and feed numbers from the
-counters held there, and sends ``NOTIFY`` before it commits, so followers wake when the
-change is visible (:mod:`memfs.store.postgres_feed`).
+A write transaction runs in pipeline mode: statements whose results the engine reads
+later (:meth:`PgCursor.ask`) and those it never reads (:meth:`PgCursor.run`) are sent
+without waiting, so a mutation costs one round trip for what its checks read (with the
+``BEGIN`` and the tree's row lock) and one for its writes and ``COMMIT``, however many
+statements it makes. Every write transaction first locks its tree's row in
+``memfs.trees`` (see :mod:`memfs.store.postgres_schema`) and sends ``NOTIFY`` before it
+commits, so followers wake when the change is visible.
 
 A lost connection (server stopped, restarted, network gone) fails that call with
-:class:`~memfs.errors.StoreUnavailable` and drops the connection; the next call
-connects again. The first failure and the first success after it are logged, and
-:attr:`PgConnections.outage` says since when the server has been unreachable.
+:class:`~memfs.errors.StoreUnavailable`. The pool is then closed, and every call
+connects on its own, failing at once while the server is away, until one succeeds: a
+fresh pool takes over from there. The first failure and the first success after it are
+logged, and :attr:`PgConnections.outage` says since when the server has been away.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import psycopg
+import psycopg_pool
 from psycopg import errors as pg_errors
 
 from memfs.errors import StoreError, StoreFull, StoreUnavailable
-from memfs.store import postgres_schema as schema
-from memfs.store.base import ChangeKind
 from memfs.store.postgres_url import PgOptions, connect_error, user_of
-from memfs.store.rules import BatchTime
+from memfs.store.sql import Params, Pending, Row
 
 log = logging.getLogger(__name__)
 
-MAX_IDLE = 8  # connections kept open between calls
+MAX_CONNECTIONS = 16  # per open store; more threads wait for one
+# How long a call waits for a free connection when all are in use.
+BUSY_S = 30.0
+# How long a new pool may take for its first connection.
+FIRST_S = 10.0
+_NO_PARAMS: Params = {}
+Fail = Callable[[psycopg.Error], StoreError]
 
 
-@dataclass
-class Tx:
-    """One mutation's transaction: its connection and the tree's counters it holds."""
+class PgPending:
+    """A statement sent in pipeline mode (or already run), its rows read on demand."""
 
-    db: psycopg.Connection
-    rev: int
-    seq: int
-    start_seq: int
-    records: list[tuple[object, ...]]
+    __slots__ = ("_cur", "_fail")
 
-    def next_rev(self) -> int:
-        self.rev += 1
-        return self.rev
+    def __init__(self, cur: psycopg.Cursor[Row], fail: Fail) -> None:
+        self._cur = cur
+        self._fail = fail
 
-    def record(
-        self,
-        kind: ChangeKind,
-        path: str,
-        author: str,
-        now: int,
-        *,
-        old_path: str | None = None,
-        rev: int | None = None,
-        size: int | None = None,
-        sha256: str | None = None,
+    def one(self) -> Row | None:
+        try:
+            return self._cur.fetchone()
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+
+    def all(self) -> list[Row]:
+        try:
+            return self._cur.fetchall()
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+
+
+class PgCursor:
+    """:class:`memfs.store.sql.Cursor` on one connection; every statement is given the
+    store's tree as ``:tree``."""
+
+    __slots__ = ("_fail", "_pipe", "_tree", "db")
+
+    def __init__(
+        self, db: psycopg.Connection, tree: int, fail: Fail, pipe: psycopg.Pipeline | None
     ) -> None:
-        self.seq += 1
-        self.records.append((self.seq, kind, path, old_path, author, now, rev, size, sha256))
+        self.db = db
+        self._tree = tree
+        self._fail = fail
+        self._pipe = pipe
+
+    def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
+        cur = self.db.cursor()
+        try:
+            cur.execute(sql, {"tree": self._tree, **params})
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+        return PgPending(cur, self._fail)
+
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        return self.ask(sql, params).one()
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        return self.ask(sql, params).all()
+
+    def run(self, sql: str, params: Params = _NO_PARAMS) -> None:
+        try:
+            self.db.execute(sql, {"tree": self._tree, **params})
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+
+    def many(self, sql: str, rows: Sequence[Params]) -> None:
+        if not rows:
+            return
+        try:
+            with self.db.cursor() as cur:
+                cur.executemany(sql, [{"tree": self._tree, **row} for row in rows])
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+
+    def sync(self) -> None:
+        if self._pipe is None:
+            return
+        try:
+            self._pipe.sync()
+        except psycopg.Error as e:
+            raise self._fail(e) from e
+
+
+def _roll_back(db: psycopg.Connection) -> None:
+    """End a transaction left open by a failure, if the connection still has one."""
+    status = db.info.transaction_status
+    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        with contextlib.suppress(psycopg.Error):
+            db.execute("ROLLBACK")
 
 
 class PgConnections:
     """The pool, transactions and error translation of one open tree."""
 
-    def __init__(self, options: PgOptions) -> None:
+    def __init__(self, options: PgOptions, configure: Callable[[psycopg.Connection], None]) -> None:
         self.options = options
-        self.clock: Callable[[], int] = time.time_ns
-        self._idle: list[psycopg.Connection] = []
+        self.tree = 0  # set by the opener once the tree is known
+        self._configure = configure
         self._lock = threading.Lock()
-        self._local = threading.local()
-        self._batch_time = BatchTime()
+        self._pool: psycopg_pool.ConnectionPool | None = None
         self._closed = False
         self.outage: float | None = None  # time.time() of the first failure in a row
         self.reconnects = 0
-        db = self._connect()
-        try:
-            schema.prepare(db, options.where)
-            tree = schema.tree_id(db, options.tree, self.clock())
-        except psycopg.Error as e:
-            db.close()
-            raise self._translate(e) from e
-        except BaseException:
-            db.close()
-            raise
-        assert tree is not None
-        self.tree = tree
-        self.channel = f"memfs_tree_{tree}"
-        self._give(db)
 
-    # --- connections ---------------------------------------------------------------------
-    def _connect(self) -> psycopg.Connection:
+    # --- connections -----------------------------------------------------------------
+    def connect(self) -> psycopg.Connection:
+        """A connection of its own (not the pool's), configured for the store."""
         if self._closed:
             raise StoreUnavailable(f"the store {self.options.url} is closed")
         try:
             db = psycopg.connect(self.options.conninfo, autocommit=True, application_name="memfs")
+            self._configure(db)
         except psycopg.Error as e:
             self._failed(e)
             raise connect_error(e, self.options) from e
@@ -111,58 +159,98 @@ class PgConnections:
             self.outage = None
             self.reconnects += 1
             log.warning(
-                "memfs: reconnected to PostgreSQL at %s after %.1f s",
-                self.options.where,
-                down,
+                "memfs: reconnected to PostgreSQL at %s after %.1f s", self.options.where, down
             )
         return db
 
     def _failed(self, e: BaseException) -> None:
-        if self.outage is None:
-            self.outage = time.time()
+        """The server went away: log it once, and retire the pool (whose own attempts
+        would make callers wait for its back-off instead of failing at once)."""
+        with self._lock:
+            first = self.outage is None
+            if first:
+                self.outage = time.time()
+            pool, self._pool = self._pool, None
+        if first:
             log.warning(
                 "memfs: lost PostgreSQL at %s: %s (reconnecting on the next call)",
                 self.options.where,
                 " ".join(str(e).split())[:200],
             )
+        if pool is not None:
+            pool.close(timeout=0)
 
-    def _take(self) -> psycopg.Connection:
+    def _current_pool(self) -> psycopg_pool.ConnectionPool:
         with self._lock:
             if self._closed:
                 raise StoreUnavailable(f"the store {self.options.url} is closed")
-            db = self._idle.pop() if self._idle else None
-        return db if db is not None else self._connect()
-
-    def _give(self, db: psycopg.Connection) -> None:
-        if (
-            db.closed
-            or db.broken
-            or db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        ):
-            db.close()
-            return
+            if self._pool is not None:
+                return self._pool
+            lost = self.outage is not None
+        if lost:
+            # The server was lost: one connection of our own says at once whether it is
+            # back (and logs it), where the pool would wait out its back-off.
+            self.connect().close()
+        made = self._new_pool()
+        spare: psycopg_pool.ConnectionPool | None = made
         with self._lock:
-            if not self._closed and len(self._idle) < MAX_IDLE:
-                self._idle.append(db)
-                return
-        db.close()
+            if self._pool is None and not self._closed:
+                self._pool, spare = made, None
+            current = self._pool
+        if spare is not None:  # another thread made one meanwhile, or the store closed
+            spare.close(timeout=0)
+        if current is None:
+            raise StoreUnavailable(f"the store {self.options.url} is closed")
+        return current
+
+    def _new_pool(self) -> psycopg_pool.ConnectionPool:
+        pool = psycopg_pool.ConnectionPool(
+            self.options.conninfo,
+            min_size=1,
+            max_size=MAX_CONNECTIONS,
+            kwargs={"autocommit": True, "application_name": "memfs"},
+            configure=self._configure,
+            timeout=BUSY_S,
+            name=f"memfs-tree-{self.tree}",
+            open=False,
+        )
+        try:
+            # Its first connection made now, so a server gone since the last answer is
+            # an error at once, not a wait for the pool's attempts.
+            pool.open(wait=True, timeout=FIRST_S)
+        except psycopg_pool.PoolTimeout as e:
+            pool.close(timeout=0)
+            self._failed(e)
+            raise StoreUnavailable(
+                f"no PostgreSQL server answers at {self.options.where};"
+                " memfs reconnects when it is back"
+            ) from e
+        return pool
 
     @contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection]:
-        """A connection for one call: this thread's batch one, or one from the pool."""
-        tx: Tx | None = getattr(self._local, "tx", None)
-        if tx is not None:
-            yield tx.db
-            return
-        db = self._take()
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        pool = self._current_pool()
         try:
-            yield db
-        except psycopg.Error as e:
-            raise self._translate(e, db) from e
-        finally:
-            self._give(db)
+            with pool.connection() as db:
+                try:
+                    yield db
+                except psycopg.Error as e:
+                    raise self.translate(e, db) from e
+        except psycopg_pool.PoolTimeout as e:
+            raise StoreUnavailable(
+                f"the store {self.options.url} is busy: all {MAX_CONNECTIONS} of its"
+                f" connections stayed in use for {BUSY_S:.0f} s; retry"
+            ) from e
+        except psycopg_pool.PoolClosed as e:
+            # Retired under us by another thread's failure, or the store was closed.
+            if self._closed:
+                raise StoreUnavailable(f"the store {self.options.url} is closed") from e
+            raise StoreUnavailable(
+                f"lost the connection to PostgreSQL at {self.options.where};"
+                " memfs reconnects when it is back"
+            ) from e
 
-    def _translate(self, e: psycopg.Error, db: psycopg.Connection | None = None) -> StoreError:
+    def translate(self, e: psycopg.Error, db: psycopg.Connection | None = None) -> StoreError:
         if isinstance(e, pg_errors.DiskFull | pg_errors.OutOfMemory):
             return StoreFull(f"the PostgreSQL server at {self.options.where} is out of room: {e}")
         if isinstance(e, pg_errors.InsufficientPrivilege):
@@ -173,8 +261,6 @@ class PgConnections:
                 " a team)",
             )
         if isinstance(e, psycopg.OperationalError) or (db is not None and db.broken):
-            if db is not None:
-                db.close()
             self._failed(e)
             return StoreUnavailable(
                 f"lost the connection to PostgreSQL at {self.options.where}"
@@ -182,84 +268,49 @@ class PgConnections:
             )
         return StoreUnavailable(f"the store {self.options.url} failed: {e}")
 
+    # --- transactions (memfs.store.sql.Backend) -----------------------------------------
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        with self._connection() as db:
+            row: Row | None = db.execute(sql, {"tree": self.tree, **params}).fetchone()
+            return row
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        with self._connection() as db:
+            return db.execute(sql, {"tree": self.tree, **params}).fetchall()
+
     @contextmanager
-    def _read(self) -> Iterator[psycopg.Connection]:
-        """A consistent snapshot for reads made of several statements."""
-        with self._conn() as db:
-            if getattr(self._local, "tx", None) is not None:
-                yield db
+    def reading(self, snapshot: bool = False) -> Iterator[PgCursor]:
+        with self._connection() as db:
+            cursor = PgCursor(db, self.tree, lambda e: self.translate(e, db), None)
+            if not snapshot:
+                yield cursor
                 return
-            db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try:
-                yield db
-            finally:
-                if not db.closed and not db.broken:
-                    db.execute("ROLLBACK")
+            with db.transaction():
+                db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield cursor
 
-    # --- transactions ----------------------------------------------------------------------
     @contextmanager
-    def _tx(self) -> Iterator[Tx]:
-        """One mutation: the whole transaction, or a savepoint inside this thread's batch."""
-        outer: Tx | None = getattr(self._local, "tx", None)
-        if outer is not None:
-            saved = (outer.rev, outer.seq, len(outer.records))
+    def writing(self) -> Iterator[PgCursor]:
+        # BEGIN and COMMIT go in the pipeline like every statement (psycopg's
+        # transaction() would wait for each of them in a round trip of its own).
+        with self._connection() as db:
             try:
-                with outer.db.transaction():  # a savepoint: a refused mutation undoes itself
-                    yield outer
-            except BaseException as e:
-                outer.rev, outer.seq = saved[0], saved[1]
-                del outer.records[saved[2] :]
-                if isinstance(e, psycopg.Error):
-                    raise self._translate(e, outer.db) from e
+                with db.pipeline() as pipe:
+                    cursor = PgCursor(db, self.tree, lambda e: self.translate(e, db), pipe)
+                    cursor.run("BEGIN")
+                    yield cursor
+                    cursor.run("COMMIT")
+            except psycopg.Error as e:  # met at the commit, when the pipeline is read
+                _roll_back(db)
+                raise self.translate(e, db) from e
+            except BaseException:
+                _roll_back(db)
                 raise
-            return
-        with self._conn() as db, db.transaction():
-            tx = self._begin(db)
-            self._local.tx = tx
-            try:
-                yield tx
-                self._finish(tx)
-            finally:
-                self._local.tx = None
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Every mutation this thread makes inside is one transaction (nested: joins),
-        all at the clock's time when it began unless the clock is replaced inside."""
-        with self._batch_time.during(self.clock), self._tx():
-            yield
-
-    def _now(self) -> int:
-        """The time a mutation records: its batch's (see Store.batch), else the clock's."""
-        return self._batch_time.now(self.clock)
-
-    def _begin(self, db: psycopg.Connection) -> Tx:
-        row = db.execute(
-            "SELECT rev, seq FROM memfs.trees WHERE id = %s FOR UPDATE", (self.tree,)
-        ).fetchone()
-        if row is None:
-            raise StoreUnavailable(f"the tree {self.options.tree!r} was removed from the database")
-        return Tx(db, int(row[0]), int(row[1]), int(row[1]), [])
-
-    def _finish(self, tx: Tx) -> None:
-        if tx.records:
-            with tx.db.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO memfs.changes (tree, seq, kind, path, old_path, author,"
-                    " time_ns, rev, size, sha256)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(self.tree, *r) for r in tx.records],
-                )
-        tx.db.execute(
-            "UPDATE memfs.trees SET rev = %s, seq = %s WHERE id = %s", (tx.rev, tx.seq, self.tree)
-        )
-        if tx.seq != tx.start_seq:
-            # Delivered at commit, to listeners only once the change is visible.
-            tx.db.execute("SELECT pg_notify(%s, %s)", (self.channel, str(tx.seq)))
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle, self._idle = self._idle, []
-        for db in idle:
-            db.close()
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):  # closing must not fail
+                pool.close(timeout=1)

@@ -11,7 +11,12 @@ locks it (``FOR UPDATE``), then takes revision and feed numbers from it, so a tr
 mutations commit one after another in the order of their numbers. A follower reading
 ``seq > s`` can therefore never miss a record committed later with a smaller number,
 which a plain sequence would allow. ``files``, ``dirs`` and ``bytes`` are kept by
-statement triggers on ``entries``, so ``usage()`` and the caps read one row.
+row triggers on ``entries`` that fire only for rows that change them (schema 3; the
+statement triggers of schema 1 ran PL/pgSQL over transition tables on every statement,
+most of a write's server time), so ``usage()`` and the caps read one row.
+
+After schema 3 come the steps written once for every backend
+(:mod:`memfs.store.evolution`), run with ``search_path`` set to ``memfs``.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from collections.abc import Callable
 
 import psycopg
 
-from memfs.errors import StoreUnavailable
+from memfs.errors import NoSuchTree, StoreUnavailable
+from memfs.store import evolution
 from memfs.store.base import DEFAULT_DIR_MODE
+from memfs.store.evolution import Step
 
 Migration = Callable[[psycopg.Connection], None]
 # pg_advisory_xact_lock key of schema changes: "memf".
@@ -189,8 +196,74 @@ def _v2(db: psycopg.Connection) -> None:
     )
 
 
-# MIGRATIONS[i] takes a database from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1, _v2]
+def _v3(db: psycopg.Connection) -> None:
+    # Row triggers in place of schema 1's statement triggers: a statement that changes
+    # no file count or size (a modify of equal size, an mtime, a rename) fires nothing,
+    # where every statement on entries or revisions used to run PL/pgSQL over its
+    # transition tables.
+    for event in ("insert", "delete", "update"):
+        db.execute(f"DROP TRIGGER entries_count_{event} ON memfs.entries")
+        db.execute(f"DROP FUNCTION memfs.count_{event}()")
+    db.execute("DROP TRIGGER revisions_removed ON memfs.revisions")
+    db.execute("DROP FUNCTION memfs.drop_unused_blobs()")
+    counted = "{0}.kind = 'file' OR ({0}.kind = 'dir' AND {0}.path <> '')"
+    for name, row, sign in (("entry_added", "NEW", "+"), ("entry_removed", "OLD", "-")):
+        db.execute(
+            f"""CREATE FUNCTION memfs.{name}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE memfs.trees SET files = files {sign} ({row}.kind = 'file')::int,
+                    dirs = dirs {sign} ({row}.kind = 'dir')::int,
+                    bytes = bytes {sign} CASE WHEN {row}.kind = 'file' THEN {row}.size ELSE 0 END
+                WHERE id = {row}.tree;
+                RETURN NULL;
+            END $$"""
+        )
+        when = "INSERT" if row == "NEW" else "DELETE"
+        db.execute(
+            f"CREATE TRIGGER {name} AFTER {when} ON memfs.entries FOR EACH ROW"
+            f" WHEN ({counted.format(row)}) EXECUTE FUNCTION memfs.{name}()"
+        )
+    db.execute(
+        """CREATE FUNCTION memfs.entry_resized() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE memfs.trees SET bytes = bytes + NEW.size - OLD.size WHERE id = NEW.tree;
+            RETURN NULL;
+        END $$"""
+    )
+    db.execute(
+        "CREATE TRIGGER entry_resized AFTER UPDATE OF size ON memfs.entries FOR EACH ROW"
+        " WHEN (NEW.kind = 'file' AND NEW.size <> OLD.size) EXECUTE FUNCTION memfs.entry_resized()"
+    )
+    # A blob goes with the last revision row that uses it (an AFTER row trigger sees
+    # the whole statement done, so a statement removing several users drops it once).
+    db.execute(
+        """CREATE FUNCTION memfs.revision_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM memfs.blobs b WHERE b.tree = OLD.tree AND b.sha256 = OLD.sha256
+                AND NOT EXISTS (SELECT 1 FROM memfs.revisions r
+                                WHERE r.tree = OLD.tree AND r.sha256 = OLD.sha256);
+            RETURN NULL;
+        END $$"""
+    )
+    db.execute(
+        "CREATE TRIGGER revision_removed AFTER DELETE ON memfs.revisions FOR EACH ROW"
+        " EXECUTE FUNCTION memfs.revision_removed()"
+    )
+
+
+def _shared(step: Step) -> Migration:
+    """A step of :mod:`memfs.store.evolution`, in PostgreSQL's words."""
+
+    def migrate(db: psycopg.Connection) -> None:
+        for statement in step(evolution.POSTGRES):
+            db.execute(statement.encode())  # DDL as written: no placeholders in it
+
+    return migrate
+
+
+# MIGRATIONS[i] takes a database from schema version i to i + 1: PostgreSQL's own, then
+# the steps written once for every backend. Append only.
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, *map(_shared, evolution.STEPS)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -211,13 +284,26 @@ def _version(db: psycopg.Connection) -> int | None:
     return int(row[0]) if row else 0
 
 
-def prepare(db: psycopg.Connection, where: str) -> None:
-    """Create or migrate the ``memfs`` schema on the (autocommit) connection ``db``."""
+def prepare(db: psycopg.Connection, where: str, *, readonly: bool = False) -> None:
+    """Create or migrate the ``memfs`` schema on the (autocommit) connection ``db``;
+    ``readonly``: only check that it is there and current."""
+    db.execute("SET search_path = memfs")
     version = _version(db)
     if version is not None and version > SCHEMA_VERSION:
         raise newer_version(where, version)
     if version == SCHEMA_VERSION:
         return
+    if readonly:
+        if version is None:
+            raise NoSuchTree(
+                f"the PostgreSQL database {where} holds no memory trees yet", trees=[], remedy=""
+            )
+        raise StoreUnavailable(
+            f"the PostgreSQL database {where} holds a memfs schema from an older memfs"
+            f" (schema {version}; this memfs reads schema {SCHEMA_VERSION}) and a read-only"
+            " open does not upgrade it",
+            remedy="open it once with write access to upgrade it",
+        )
     with db.transaction():
         db.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
         # Re-read under the lock: another host may have migrated meanwhile.
@@ -235,6 +321,24 @@ def prepare(db: psycopg.Connection, where: str) -> None:
             "UPDATE memfs.meta SET value = %s WHERE key = 'schema_version'",
             (str(SCHEMA_VERSION),),
         )
+
+
+def tree_names(db: psycopg.Connection) -> list[str]:
+    """Every tree of the database, by name (none without a memfs schema)."""
+    found = db.execute("SELECT to_regclass('memfs.trees') IS NOT NULL").fetchone()
+    if not found or not found[0]:
+        return []
+    return [str(r[0]) for r in db.execute("SELECT name FROM memfs.trees ORDER BY name")]
+
+
+def no_such_tree(db: psycopg.Connection, where: str, name: str) -> NoSuchTree:
+    trees = tree_names(db)
+    held = ", ".join(trees) if trees else "none yet"
+    return NoSuchTree(
+        f"the PostgreSQL database {where} has no tree {name!r} (its trees: {held})",
+        trees=trees,
+        remedy="name one of them with ?tree=NAME",
+    )
 
 
 def tree_id(db: psycopg.Connection, name: str, now: int, *, create: bool = True) -> int | None:

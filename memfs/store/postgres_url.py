@@ -13,7 +13,10 @@ memfs's options (URL query or keyword arguments to ``open_store``):
   holds any number of trees, nothing of one is visible from another;
 - ``max_file_bytes``, ``history``, ``deleted_history_days``: as for the SQLite store
   (:mod:`memfs.store.sqlite_options`);
-- ``max_tree_bytes``, ``max_files``: caps on the whole tree (default: none).
+- ``max_tree_bytes``, ``max_files``: caps on the whole tree (default: none);
+- ``readonly``: read only: never creates the schema or the tree (a tree that is not
+  there is :class:`~memfs.errors.NoSuchTree`, naming those that are), and every
+  mutation raises ReadOnlyStore.
 
 A problem connecting (no server, wrong password, no such database or role) becomes one
 :class:`~memfs.errors.StoreUnavailable` line saying what to do: :func:`connect_error`.
@@ -24,36 +27,27 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memfs.errors import StoreUnavailable
-from memfs.store.rules import whole_option
-from memfs.store.sqlite_options import (
-    DEFAULT_DELETED_HISTORY_DAYS,
-    DEFAULT_HISTORY,
-    DEFAULT_MAX_FILE_BYTES,
-)
+from memfs.store.rules import LIMIT_OPTIONS, Limits, parse_limits
 
 DEFAULT_TREE = "default"
 # Seconds libpq waits for a server that does not answer (libpq's own default waits
 # forever); a URL's connect_timeout wins.
 DEFAULT_CONNECT_TIMEOUT = 5
-OURS = ("tree", "max_file_bytes", "history", "deleted_history_days", "max_tree_bytes", "max_files")
+OURS = ("tree", *LIMIT_OPTIONS)
 _TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
 
 
 @dataclass(frozen=True, slots=True)
 class PgOptions:
     tree: str = DEFAULT_TREE
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    history: int = DEFAULT_HISTORY
-    deleted_history_days: int = DEFAULT_DELETED_HISTORY_DAYS
-    max_tree_bytes: int | None = None
-    max_files: int | None = None
+    limits: Limits = field(default_factory=Limits)
     # What goes to libpq: the URL without memfs's options, plus its other parameters.
     conninfo: str = ""
     # The URL that opens this tree again, without a password (logs, state file names).
@@ -72,27 +66,14 @@ def tree_name_problem(name: str) -> str | None:
 
 def parse(url: str, options: Mapping[str, object]) -> PgOptions:
     """Split ``options`` into memfs's and libpq's and check both (libpq parses the URL)."""
-    values: dict[str, object] = {}
-    libpq: dict[str, str] = {}
-    for name, value in options.items():
-        if name not in OURS:
-            libpq[name] = str(value)
+    libpq = {name: str(value) for name, value in options.items() if name not in OURS}
+    tree = DEFAULT_TREE
     if "tree" in options:
         tree = str(options["tree"])
         problem = tree_name_problem(tree)
         if problem:
             raise StoreUnavailable(problem)
-        values["tree"] = tree
-    if "max_file_bytes" in options:
-        values["max_file_bytes"] = whole_option("max_file_bytes", options["max_file_bytes"], 1)
-    if "history" in options:
-        values["history"] = whole_option("history", options["history"], 0)
-    if "deleted_history_days" in options:
-        days = whole_option("deleted_history_days", options["deleted_history_days"], 0)
-        values["deleted_history_days"] = days
-    for cap in ("max_tree_bytes", "max_files"):
-        if options.get(cap) not in (None, ""):
-            values[cap] = whole_option(cap, options[cap], 1)
+    limits = parse_limits(options)
     base = "postgresql://" + url.split("://", 1)[1] if "://" in url else url
     try:
         params = conninfo_to_dict(base)
@@ -107,10 +88,9 @@ def parse(url: str, options: Mapping[str, object]) -> PgOptions:
         ) from e
     if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
         conninfo = make_conninfo(conninfo, connect_timeout=DEFAULT_CONNECT_TIMEOUT)
-    opts = replace(PgOptions(), **values)  # type: ignore[arg-type]
     shown = {k: v for k, v in libpq.items() if k != "password"}
-    query = urlencode([*sorted(shown.items()), ("tree", opts.tree)])
-    return replace(opts, conninfo=conninfo, url=f"{display(base)}?{query}", where=_where(params))
+    query = urlencode([*sorted(shown.items()), ("tree", tree)])
+    return PgOptions(tree, limits, conninfo, f"{display(base)}?{query}", _where(params))
 
 
 def display(url: str) -> str:
@@ -123,16 +103,16 @@ def display(url: str) -> str:
     return urlunsplit((parts.scheme, f"{user}@{netloc}", parts.path, "", ""))
 
 
-def _where(params: Mapping[str, str]) -> str:
+def _where(params: Mapping[str, object]) -> str:
     host = params.get("host") or os.environ.get("PGHOST") or "the local socket"
     port = params.get("port") or os.environ.get("PGPORT") or "5432"
     db = params.get("dbname") or os.environ.get("PGDATABASE") or _user(params)
     return f"{host}:{port}/{db}"
 
 
-def _user(params: Mapping[str, str]) -> str:
+def _user(params: Mapping[str, object]) -> str:
     if params.get("user") or os.environ.get("PGUSER"):
-        return params.get("user") or os.environ["PGUSER"]
+        return str(params.get("user") or os.environ["PGUSER"])
     import getpass
 
     try:

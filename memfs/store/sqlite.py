@@ -7,161 +7,184 @@ FUSE daemon); only a power loss or OS crash can drop the last few commits.
 
 Concurrency: every mutation is one ``BEGIN IMMEDIATE`` transaction; writers in other
 processes wait up to ``busy_timeout`` seconds (default 5) for the lock. Readers never
-wait (WAL). Each thread gets its own connection, so the FUSE daemon's threads read in
-parallel. The file must be on a local file system: WAL coordinates processes through
-shared memory, which network file systems do not provide; several hosts sharing one
-tree need a server backend (PostgreSQL).
+wait (WAL). Each thread gets its own connection (:mod:`memfs.store.sqlite_conn`), so the
+FUSE daemon's threads read in parallel. The file must be on a local file system: WAL
+coordinates processes through shared memory, which network file systems do not
+provide; several hosts sharing one tree need a server backend (PostgreSQL).
 
-URL forms and options: :mod:`memfs.store.sqlite_options`; the file format, its checks
-and migrations: :mod:`memfs.store.sqlite_schema`.
-
-History belongs to paths (:mod:`memfs.store.sqlite_history`): each file path keeps
-its current revision plus the ``history`` previous ones (default 50; 0 keeps only the
-current content), pruned in the writing transaction; a rename adds an arrival revision
-at the destination; a path that no longer exists keeps its last revision for
-``deleted_history_days`` (default 30).
+The algorithm is :mod:`memfs.store.engine`'s; this module is the SQLite page of it
+(:class:`SqliteDialect`): one tree per file, so no tree column; the counters in the
+``counters`` table; content in ``blobs``, zlib-packed where that pays, one row per
+SHA-256 counted by ``blob_refs`` (triggers on ``revisions``). URL forms and options:
+:mod:`memfs.store.sqlite_options`; the file format, its checks and migrations:
+:mod:`memfs.store.sqlite_schema`; the full-text index: :mod:`memfs.store.sqlite_search`.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from memfs.errors import NotADirectory, NotFound
-from memfs.store.base import Change, Entry, Store, Usage
-from memfs.store.sqlite_conn import (
-    COLS,
-    LIST,
-    READ,
-    STAT,
-    need_file,
-    subtree_extent,
-    translate,
-    unpack_blob,
-)
+from memfs.store.engine import SqlStore
+from memfs.store.sql import Cursor, Params
+from memfs.store.sqlite_conn import SqliteConnections
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
+from memfs.store.sqlite_schema import translate
+from memfs.store.sqlite_search import SqliteSearch
 from memfs.store.sqlite_watch import FileWatch, rescue
-from memfs.store.sqlite_writes import SqliteWrites
 
-__all__ = ["SqliteStore", "open_sqlite"]
+__all__ = ["SqliteDialect", "SqliteStore", "open_sqlite"]
+
+# blobs.codec: how blobs.content holds a revision's bytes.
+RAW, ZLIB = 0, 1
+_PACK_FROM = 4096
+_SAMPLE = 64 << 10
 
 
-def open_sqlite(url: str, options: Mapping[str, object]) -> SqliteStore:
-    """Registry opener for ``sqlite://`` URLs and bare file paths."""
-    return SqliteStore(path_from_url(url), parse_options(options))
+def pack_blob(data: bytes) -> tuple[int, bytes]:
+    """``(codec, stored)`` for ``data``: zlib (level 1) where it saves at least an
+    eighth. Files written at offsets (holes of zeros, repeated patterns) and text shrink
+    many times over, and every commit writes its blob twice (WAL, then checkpoint); a
+    sample decides first so incompressible data costs no full compression."""
+    if len(data) < _PACK_FROM:
+        return RAW, data
+    if len(data) > 2 * _SAMPLE:
+        sample = data[:_SAMPLE]
+        if len(zlib.compress(sample, 1)) > len(sample) * 7 // 8:
+            return RAW, data
+    packed = zlib.compress(data, 1)
+    if len(packed) > len(data) * 7 // 8:
+        return RAW, data
+    return ZLIB, packed
 
 
-class SqliteStore(SqliteWrites, Store):
-    """A memory tree in one SQLite file; see the module docstring for its guarantees."""
+class SqliteDialect:
+    """:class:`memfs.store.sql.Dialect` for SQLite (3.35 or newer: RETURNING)."""
 
-    def __init__(self, path: Path, options: SqliteOptions | None = None) -> None:
+    tree_column = ""
+    tree_value = ""
+    codec = "b.codec"
+    begin = (
+        "SELECT (SELECT value FROM counters WHERE name = 'rev'),"
+        " (SELECT seq FROM changes ORDER BY seq DESC LIMIT 1), (SELECT min(due_ns) FROM gone)"
+    )
+    usage = (
+        "SELECT (SELECT value FROM counters WHERE name = 'files'),"
+        " (SELECT value FROM counters WHERE name = 'dirs'),"
+        " (SELECT value FROM counters WHERE name = 'bytes')"
+    )
+    # refs > 0: a blob only while a revision holds it.
+    blob = (
+        "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+        " WHERE br.sha256 = :sha AND br.refs > 0"
+    )
+
+    _record = (
+        "INSERT INTO changes (seq, kind, path, old_path, author, time_ns, rev, size, sha256)"
+        " VALUES (:seq, :kind, :p, :old, :author, :now, :rev, :size, :sha)"
+    )
+
+    def t(self, alias: str = "") -> str:
+        return ""
+
+    def greatest(self, a: str, b: str) -> str:
+        return f"max({a}, {b})"
+
+    def octets(self, column: str) -> str:
+        return f"length(CAST({column} AS BLOB))"  # the text's UTF-8 bytes
+
+    def content(self, rev: str, *, left: bool = False, on: str = "") -> str:
+        join = "LEFT JOIN" if left else "JOIN"
+        cond = f"{on} AND " if on else ""
+        return (
+            f"{join} blob_refs br ON {cond}br.sha256 = {rev}.sha256"
+            f" {join} blobs b ON b.id = br.blob_id"
+        )
+
+    def render(self, sql: str) -> str:
+        return sql  # sqlite3 takes :name placeholders as they are
+
+    def append(self, db: Cursor, records: Sequence[Params]) -> None:
+        db.many(self._record, records)
+
+    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+        db.many(self._record, records)
+        # The feed's numbers are its rows' own (changes.seq); only the revision counter
+        # is kept apart.
+        db.run("UPDATE counters SET value = :rev WHERE name = 'rev'", {"rev": rev})
+
+    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+        held = db.one(
+            "SELECT b.id, b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+            " WHERE br.sha256 = :sha",
+            {"sha": sha256},
+        )
+        if held is not None:
+            try:
+                sound = self.unpack(held[1], held[2]) == data
+            except ValueError:
+                sound = False
+            if not sound:  # damaged: the bytes written now are the ones it should hold
+                codec, stored = pack_blob(data)
+                db.run(
+                    "UPDATE blobs SET codec = :codec, content = :content WHERE id = :id",
+                    {"codec": codec, "content": stored, "id": held[0]},
+                )
+            return
+        codec, stored = pack_blob(data)
+        row = db.one(
+            "INSERT INTO blobs (codec, content) VALUES (:codec, :content) RETURNING id",
+            {"codec": codec, "content": stored},
+        )
+        assert row is not None
+        # refs starts at 0: the revision row's insert trigger counts it.
+        db.run(
+            "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (:sha, :id, 0)",
+            {"sha": sha256, "id": row[0]},
+        )
+
+    def drop_blob(self, db: Cursor, sha256: str) -> None:
+        # The rows were renamed away from this hash (an UPDATE: the counting triggers do
+        # not fire), so the same bytes written again get a fresh blob and an honest count.
+        row = db.one("SELECT blob_id FROM blob_refs WHERE sha256 = :sha", {"sha": sha256})
+        if row is not None:
+            db.run("DELETE FROM blobs WHERE id = :id", {"id": row[0]})
+        db.run("DELETE FROM blob_refs WHERE sha256 = :sha", {"sha": sha256})
+
+    def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
+        if stored is None:
+            return b""
+        if codec == ZLIB:
+            try:
+                return zlib.decompress(stored)
+            except zlib.error as e:
+                raise ValueError(f"packed content does not unpack: {e}") from e
+        return bytes(stored)
+
+
+class SqliteBackend(SqliteConnections):
+    """:class:`memfs.store.sql.Backend` for one SQLite file."""
+
+    pushes_changes = False
+
+    def __init__(self, path: Path, options: SqliteOptions) -> None:
         super().__init__(path, options)
+        self.limits = options.limits
+        self.dialect = SqliteDialect()
         # Quoted so that the URL opens this same file again even if its name holds "%",
         # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
         self.url = "sqlite://" + quote(str(path), safe="/")
-        self.max_file_bytes = self.options.max_file_bytes
-        self.max_tree_bytes = self.options.max_tree_bytes
-        self.max_files = self.options.max_files
         self._watch = FileWatch(path)
 
-    def __repr__(self) -> str:
-        return f"SqliteStore({str(self.path)!r})"
-
-    # --- reading ---------------------------------------------------------------------
-    def stat(self, path: str) -> Entry:
-        try:
-            row = self._db().execute(STAT, (path,)).fetchone()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        if row is None:
-            raise NotFound(f"no entry at '{path}'", path=path)
-        return Entry(*row)
-
-    def listdir(self, path: str) -> list[Entry]:
-        try:
-            rows = self._db().execute(LIST, (path,)).fetchall()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        if not rows:
-            # No children: say whether the directory is empty, missing or not one.
-            entry = self.stat(path)
-            if not entry.is_dir:
-                raise NotADirectory(f"'{path}' is not a directory", path=path)
-        return [Entry(*row) for row in rows]
-
-    def read(self, path: str) -> tuple[bytes, Entry]:
-        try:
-            row = self._db().execute(READ, (path,)).fetchone()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        if row is None:
-            raise NotFound(f"no entry at '{path}'", path=path)
-        entry = Entry(*row[:-2])
-        need_file(entry)
-        return unpack_blob(row[-2], row[-1]), entry
-
-    def walk(self, path: str = "") -> Iterator[Entry]:
-        entry = self.stat(path)
-        if not entry.is_dir:
-            raise NotADirectory(f"'{path}' is not a directory", path=path)
-        if path == "":
-            sql, args = f"SELECT {COLS} FROM entries WHERE path != '' ORDER BY path", {}
-        else:
-            sql = f"SELECT {COLS} FROM entries WHERE path > :p || '/' AND path < :p || '0'"
-            sql, args = sql + " ORDER BY path", {"p": path}
-        try:
-            rows = self._db().execute(sql, args).fetchall()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        # Sorted by path, every entry comes after its parent (a prefix sorts first).
-        for row in rows:
-            yield Entry(*row)
-
-    def subtree_extent(self, path: str) -> tuple[int, int]:
-        try:
-            return subtree_extent(self._db(), path)
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-
-    def changes(
-        self,
-        since: int = 0,
-        limit: int | None = None,
-        *,
-        until: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Change]:
-        order = "DESC" if newest_first else ""
-        try:
-            rows = (
-                self._db()
-                .execute(
-                    "SELECT seq, kind, path, author, time_ns, old_path, rev, size, sha256"
-                    f" FROM changes WHERE seq > ? AND seq <= ? ORDER BY seq {order} LIMIT ?",
-                    (since, _MAX_SEQ if until is None else until, -1 if limit is None else limit),
-                )
-                .fetchall()
-            )
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        return [Change(*row) for row in rows]
-
-    def last_seq(self) -> int:
-        try:
-            row = self._db().execute("SELECT max(seq) FROM changes").fetchone()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        return int(row[0] or 0)
-
-    # --- housekeeping ------------------------------------------------------------------------
     def storage_problem(self) -> str | None:
         return self._watch.problem()
 
     def rescue(self, recovery_dir: Path) -> Path | None:
         try:
-            return rescue(self._db(), self.path, recovery_dir)
+            return rescue(self.connection(), self.path, recovery_dir)
         except sqlite3.Error as e:
             raise translate(e, self.path) from e
 
@@ -169,18 +192,25 @@ class SqliteStore(SqliteWrites, Store):
         self._watch.close()
         super().close()
 
-    def usage(self) -> Usage:
-        try:
-            values = dict(
-                self._db()
-                .execute(
-                    "SELECT name, value FROM counters WHERE name IN ('files', 'dirs', 'bytes')"
-                )
-                .fetchall()
-            )
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        return Usage(files=values["files"], dirs=values["dirs"], bytes=values["bytes"])
+
+class SqliteStore(SqlStore):
+    """A memory tree in one SQLite file; see the module docstring for its guarantees."""
+
+    def __init__(self, path: Path, options: SqliteOptions | None = None) -> None:
+        self.path = path
+        self.options = options or SqliteOptions()
+        self._files = SqliteBackend(path, self.options)
+        super().__init__(self._files)
+        self.index = SqliteSearch(self)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    def _db(self) -> sqlite3.Connection:
+        """The calling thread's own connection (for tests that look behind the store)."""
+        return self._files.connection()
 
 
-_MAX_SEQ = 2**63 - 1
+def open_sqlite(url: str, options: Mapping[str, object]) -> SqliteStore:
+    """Registry opener for ``sqlite://`` URLs and bare file paths."""
+    return SqliteStore(path_from_url(url), parse_options(options))

@@ -1,100 +1,91 @@
-"""Connections, transactions and the SQL shared by the SQLite store's two halves.
+"""The SQLite store's connections and transactions, and its cursor for the engine.
 
 Each thread gets its own connection rather than all sharing one behind a lock. Raw
 query throughput is about the same either way under the GIL (scripts/bench_store.py
 measures both), but with one shared connection a writer waiting up to ``busy_timeout``
 for another process's lock would stall every reader of the FUSE daemon; with one per
-thread, WAL lets readers go on. Every mutation runs in one ``BEGIN IMMEDIATE``
-transaction, so a writer holds the file's write lock before it reads what it changes.
+thread, WAL lets readers go on. Every transaction is ``BEGIN IMMEDIATE``, so a writer
+holds the file's write lock before it reads what it changes.
+
+A store opened read-only connects with ``mode=ro`` (or as ``immutable``, see
+:func:`memfs.store.sqlite_schema.open_readonly`) and never writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
 import weakref
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from memfs.errors import IsADirectory, NotFound, StoreUnavailable
+from memfs.errors import StoreError, StoreUnavailable
 from memfs.store import sqlite_schema as schema
-from memfs.store.base import ChangeKind, Entry
-from memfs.store.rules import BatchTime
+from memfs.store.sql import Params, Pending, Row
 from memfs.store.sqlite_options import SqliteOptions
 from memfs.store.sqlite_schema import translate
-
-COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
-STAT = f"SELECT {COLS} FROM entries WHERE path = ?"
-LIST = f"SELECT {COLS} FROM entries WHERE parent = ? ORDER BY path"
-READ = (
-    "SELECT e.path, e.kind, e.size, e.mode, e.mtime_ns, e.ctime_ns, e.rev, e.uid, e.gid,"
-    " e.target, b.codec, b.content FROM entries e LEFT JOIN revisions r ON r.path = e.path"
-    " AND r.rev = e.rev AND e.kind = 'file' LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
-    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = ?"
-)
-LOOKUP = "SELECT id, kind, rev FROM entries WHERE path = ?"
-
-# blobs.codec: how blobs.content holds a revision's bytes.
-RAW, ZLIB = 0, 1
-_PACK_FROM = 4096
-_SAMPLE = 64 << 10
-
-
-def pack_blob(data: bytes) -> tuple[int, bytes]:
-    """``(codec, stored)`` for ``data``: zlib (level 1) where it saves at least an
-    eighth. Files written at offsets (holes of zeros, repeated patterns) and text shrink
-    many times over, and every commit writes its blob twice (WAL, then checkpoint); a
-    sample decides first so incompressible data costs no full compression."""
-    if len(data) < _PACK_FROM:
-        return RAW, data
-    if len(data) > 2 * _SAMPLE:
-        sample = data[:_SAMPLE]
-        if len(zlib.compress(sample, 1)) > len(sample) * 7 // 8:
-            return RAW, data
-    packed = zlib.compress(data, 1)
-    if len(packed) > len(data) * 7 // 8:
-        return RAW, data
-    return ZLIB, packed
-
-
-def unpack_blob(codec: int | None, stored: bytes | None) -> bytes:
-    if stored is None:
-        return b""
-    return zlib.decompress(stored) if codec == ZLIB else bytes(stored)
-
-
-# Descendants of P are exactly the paths in [P + "/", P + "0"): "0" follows "/" in
-# byte order (BINARY collation compares UTF-8 bytes), and this range is searched in the
-# unique index on path where LIKE would scan (and take "%" and "_" in names as wildcards).
-SUBTREE = "path = :p OR (path >= :p || '/' AND path < :p || '0')"
-NEXT_REV = "UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value"
-RECORD = (
-    "INSERT INTO changes (kind, path, old_path, author, time_ns, rev, size, sha256)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-TOUCH = "UPDATE entries SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
-
-
-def parent_of(path: str) -> str:
-    return path.rpartition("/")[0]
-
-
-def need_file(entry: Entry) -> None:
-    """Refuse a directory or symlink where file content is needed."""
-    if entry.kind == "dir":
-        raise IsADirectory(f"'{entry.path}' is a directory", path=entry.path)
-    if entry.kind == "symlink":
-        raise NotFound(
-            f"'{entry.path}' is a symlink; memfs never follows symlinks", path=entry.path
-        )
-
 
 # SQLite's default: the commit that fills the WAL past 1,000 pages copies it back into
 # the database file itself, a pause of up to ~100 ms on that one write.
 DEFAULT_AUTOCHECKPOINT = 1000
+_NO_PARAMS: Params = {}
+
+
+class Rows:
+    """Rows already read (SQLite runs a statement when it is asked)."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    def one(self) -> Row | None:
+        return self._rows[0] if self._rows else None
+
+    def all(self) -> list[Row]:
+        return self._rows
+
+
+class SqliteCursor:
+    """:class:`memfs.store.sql.Cursor` on one connection; errors become memfs's."""
+
+    __slots__ = ("db", "path")
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
+        return Rows(self.all(sql, params))
+
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        try:
+            row: Row | None = self.db.execute(sql, params).fetchone()
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+        return row
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+
+    def run(self, sql: str, params: Params = _NO_PARAMS) -> None:
+        try:
+            self.db.execute(sql, params)
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+
+    def many(self, sql: str, rows: Sequence[Params]) -> None:
+        try:
+            self.db.executemany(sql, rows)
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from e
+
+    def sync(self) -> None:
+        return None  # every statement has run when its call returns
 
 
 class _Holder:
@@ -105,10 +96,11 @@ class _Holder:
     daemon's) do not leak file descriptors.
     """
 
-    __slots__ = ("__weakref__", "autocheckpoint", "db")
+    __slots__ = ("__weakref__", "autocheckpoint", "cursor", "db")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.db = db
+        self.cursor = SqliteCursor(db, path)
         self.autocheckpoint = DEFAULT_AUTOCHECKPOINT
 
 
@@ -121,57 +113,126 @@ def _release(conns: set[sqlite3.Connection], lock: threading.RLock, db: sqlite3.
 
 
 class SqliteConnections:
-    """Per-thread connections to one store file, prepared (created, migrated) at init."""
+    """Per-thread connections to one store file, prepared (created, migrated, or for a
+    read-only store only checked) when the store opens."""
 
-    def __init__(self, path: Path, options: SqliteOptions | None = None) -> None:
+    def __init__(self, path: Path, options: SqliteOptions) -> None:
         self.path = path
-        self.options = options or SqliteOptions()
+        self.options = options
         self._local = threading.local()
-        self._batch_time = BatchTime()
         self._conns: set[sqlite3.Connection] = set()
         self._conns_lock = threading.RLock()
         self._closed = False
-        # Every time the store records or judges (revision times, history retention)
-        # comes from here, so tests can move it instead of waiting days.
-        self.clock: Callable[[], int] = time.time_ns
         self._autocheckpoint = DEFAULT_AUTOCHECKPOINT
-        db = schema.prepare(
-            path, busy_timeout=self.options.busy_timeout, synchronous=self.options.synchronous
-        )
+        self._connect_to: Callable[[], sqlite3.Connection]
+        if options.limits.readonly:
+            db, uri = schema.open_readonly(path, busy_timeout=options.busy_timeout)
+            self._connect_to = lambda: schema.connect_uri(uri, path, options.busy_timeout)
+        else:
+            db = schema.prepare(
+                path, busy_timeout=options.busy_timeout, synchronous=options.synchronous
+            )
+            self._connect_to = lambda: schema.connect(
+                path, busy_timeout=options.busy_timeout, synchronous=options.synchronous
+            )
         self._adopt(db)
 
-    # --- connections and transactions ----------------------------------------------
-    def _db(self) -> sqlite3.Connection:
+    # --- connections --------------------------------------------------------------------
+    def _holder(self) -> _Holder:
         holder: _Holder | None = getattr(self._local, "holder", None)
         if holder is None or self._closed:
             return self._connect()
         if holder.autocheckpoint != self._autocheckpoint:
             # Changed by defer_maintenance(); applied by the thread that owns the
             # connection, since a connection must never be used by two threads at once.
-            self._set_autocheckpoint(holder)
-        return holder.db
+            holder.cursor.run(f"PRAGMA wal_autocheckpoint = {self._autocheckpoint}")
+            holder.autocheckpoint = self._autocheckpoint
+        return holder
 
-    def _set_autocheckpoint(self, holder: _Holder) -> None:
-        pages = self._autocheckpoint
-        try:
-            holder.db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        holder.autocheckpoint = pages
+    def connection(self) -> sqlite3.Connection:
+        """The calling thread's connection."""
+        return self._holder().db
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> _Holder:
         with self._conns_lock:
             if self._closed:
                 raise StoreUnavailable(f"the store {self.path} is closed")
             try:
-                db = schema.connect(
-                    self.path,
-                    busy_timeout=self.options.busy_timeout,
-                    synchronous=self.options.synchronous,
-                )
+                db = self._connect_to()
             except sqlite3.Error as e:
                 raise translate(e, self.path) from e
             return self._adopt(db)
+
+    def _adopt(self, db: sqlite3.Connection) -> _Holder:
+        """Make ``db`` this thread's connection, closed when the thread or store ends."""
+        with self._conns_lock:
+            self._conns.add(db)
+        holder = _Holder(db, self.path)
+        weakref.finalize(holder, _release, self._conns, self._conns_lock, db)
+        self._local.holder = holder
+        return holder
+
+    # --- transactions (memfs.store.sql.Backend) -----------------------------------------
+    def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        return self._holder().cursor.one(sql, params)
+
+    def all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        return self._holder().cursor.all(sql, params)
+
+    @contextmanager
+    def reading(self, snapshot: bool = False) -> Iterator[SqliteCursor]:
+        holder = self._holder()
+        if not snapshot or holder.db.in_transaction:
+            yield holder.cursor
+            return
+        holder.cursor.run("BEGIN")
+        try:
+            yield holder.cursor
+        finally:
+            with contextlib.suppress(StoreError):
+                holder.cursor.run("COMMIT")
+
+    @contextmanager
+    def writing(self) -> Iterator[SqliteCursor]:
+        holder = self._holder()
+        db = holder.db
+        holder.cursor.run("BEGIN IMMEDIATE")
+        try:
+            yield holder.cursor
+            holder.cursor.run("COMMIT")
+        except BaseException:
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the connection is gone (closed store); so is the transaction
+            raise
+
+    @contextmanager
+    def purging(self, db: object) -> Iterator[None]:
+        # Freed pages are overwritten with zeros, in the WAL and then the file.
+        cursor = self._holder().cursor
+        cursor.run("PRAGMA secure_delete = ON")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(StoreError):
+                cursor.run("PRAGMA secure_delete = OFF")
+
+    def purged(self) -> None:
+        # The blob's pages may still be in the WAL: copy it back (the freed pages were
+        # zeroed) and truncate it, waiting up to busy_timeout for readers.
+        self._holder().cursor.one("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def missing_tree(self) -> StoreError:
+        return StoreUnavailable(f"the store {self.path} has lost its counters table")
+
+    def wait_for_changes(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
+        # Nothing tells a process of another's commit: one short poll.
+        if last_seq() > since:
+            return True
+        time.sleep(timeout)
+        return last_seq() > since
 
     def defer_maintenance(self) -> None:
         # Checkpoints move to maintain(), on the caller's own thread: writes no longer
@@ -180,82 +241,8 @@ class SqliteConnections:
         self._autocheckpoint = 0
 
     def maintain(self) -> None:
-        try:
-            # PASSIVE: copies what no reader still needs, and never waits for anyone.
-            self._db().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-
-    def _adopt(self, db: sqlite3.Connection) -> sqlite3.Connection:
-        """Make ``db`` this thread's connection, closed when the thread or store ends."""
-        with self._conns_lock:
-            self._conns.add(db)
-        holder = _Holder(db)
-        weakref.finalize(holder, _release, self._conns, self._conns_lock, db)
-        self._local.holder = holder
-        return db
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One mutation: its own ``BEGIN IMMEDIATE`` transaction, or inside a
-        :meth:`batch` a savepoint, so a mutation that fails leaves nothing there too."""
-        db = self._db()
-        depth: int = getattr(self._local, "batch_depth", 0)
-        name = f"m{depth}"
-        try:
-            db.execute(f"SAVEPOINT {name}" if depth else "BEGIN IMMEDIATE")
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
-        self._local.batch_depth = depth + 1
-        try:
-            yield db
-            db.execute(f"RELEASE {name}" if depth else "COMMIT")
-        except BaseException as e:
-            try:
-                if depth:
-                    db.execute(f"ROLLBACK TO {name}")
-                    db.execute(f"RELEASE {name}")
-                elif db.in_transaction:
-                    db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the connection is gone (closed store); so is the transaction
-            if isinstance(e, sqlite3.Error):
-                raise translate(e, self.path) from e
-            raise
-        finally:
-            self._local.batch_depth = depth
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        with self._batch_time.during(self.clock), self._tx():
-            yield
-
-    def _now(self) -> int:
-        """The time a mutation records: the batch's (see Store.batch), else the clock's."""
-        return self._batch_time.now(self.clock)
-
-    def _counter(self, db: sqlite3.Connection, name: str) -> int:
-        return int(db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
-
-    def _next_rev(self, db: sqlite3.Connection) -> int:
-        return int(db.execute(NEXT_REV).fetchone()[0])
-
-    def _record(
-        self,
-        db: sqlite3.Connection,
-        kind: ChangeKind,
-        path: str,
-        author: str,
-        now: int,
-        *,
-        old_path: str | None = None,
-        rev: int | None = None,
-        size: int | None = None,
-        sha256: str | None = None,
-    ) -> None:
-        # The content's hash stays in the feed when its revision row is pruned, so a
-        # restore can still find the bytes wherever another revision keeps them.
-        db.execute(RECORD, (kind, path, old_path, author, now, rev, size, sha256))
+        # PASSIVE: copies what no reader still needs, and never waits for anyone.
+        self._holder().cursor.one("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         with self._conns_lock:
@@ -264,23 +251,3 @@ class SqliteConnections:
             self._conns.clear()
         for db in conns:
             db.close()
-
-
-def subtree_extent(db: sqlite3.Connection, path: str) -> tuple[int, int]:
-    """:meth:`memfs.store.base.Store.subtree_extent` as one indexed range scan; the byte
-    length is of the UTF-8 encoding (CAST AS BLOB), like the gate's."""
-    if path == "":
-        where, args = "path != ''", {}
-    else:
-        where, args = "path > :p || '/' AND path < :p || '0'", {"p": path}
-    row = db.execute(
-        "SELECT max(length(path) - length(replace(path, '/', ''))),"
-        f" max(length(CAST(path AS BLOB))) FROM entries WHERE {where}",
-        args,
-    ).fetchone()
-    if row[0] is None:
-        return 0, 0
-    # A descendant "a/b/c" of "a" adds the segments and the bytes after "a".
-    if path == "":
-        return int(row[0]) + 1, int(row[1]) + 1
-    return int(row[0]) - path.count("/"), int(row[1]) - len(path.encode("utf-8", "surrogateescape"))

@@ -19,6 +19,8 @@ Options (URL query or keyword arguments to ``open_store``):
   exists stays readable (default 30; 0 keeps none);
 - ``max_tree_bytes``, ``max_files``: caps on the whole tree's file bytes and file count
   (default: none) -> CapExceeded;
+- ``readonly``: open for reading only (never creates, migrates or writes the file;
+  every mutation raises ReadOnlyStore), usually given as ``open_store(url, readonly=True)``;
 - ``busy_timeout``: seconds a writer waits for another process's lock (default 5);
 - ``synchronous``: ``normal`` (default: commits survive a killed process) or ``full``
   (commits survive a power loss too, at the price of an fsync per write).
@@ -28,28 +30,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
 from memfs.errors import StoreUnavailable
-from memfs.store.rules import whole_option
+from memfs.store.rules import LIMIT_OPTIONS, Limits, parse_limits
 
-DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
-DEFAULT_HISTORY = 50
 DEFAULT_BUSY_TIMEOUT = 5.0
-DEFAULT_DELETED_HISTORY_DAYS = 30
 
 
 @dataclass(frozen=True, slots=True)
 class SqliteOptions:
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    history: int = DEFAULT_HISTORY
-    deleted_history_days: int = DEFAULT_DELETED_HISTORY_DAYS
+    limits: Limits = field(default_factory=Limits)
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     synchronous: str = "normal"
-    max_tree_bytes: int | None = None
-    max_files: int | None = None
 
 
 def path_from_url(url: str) -> Path:
@@ -74,48 +69,31 @@ def path_from_url(url: str) -> Path:
 
 def _seconds(name: str, value: object) -> float:
     try:
-        number = float(value) if not isinstance(value, bool) else float("nan")
-    except (TypeError, ValueError):
+        number = float(value) if isinstance(value, int | float | str) else float("nan")
+    except ValueError:
         number = float("nan")
-    if not number > 0 or number == float("inf"):
+    if isinstance(value, bool) or not number > 0 or number == float("inf"):
         raise StoreUnavailable(f"option {name}={value!r}: must be a positive number of seconds")
     return number
 
 
 def parse_options(options: Mapping[str, object]) -> SqliteOptions:
     """Validate ``options`` (strings from a URL query or typed keyword values)."""
-    known = {
-        "max_file_bytes",
-        "max_tree_bytes",
-        "max_files",
-        "history",
-        "deleted_history_days",
-        "busy_timeout",
-        "synchronous",
-    }
+    known = {*LIMIT_OPTIONS, "busy_timeout", "synchronous"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise StoreUnavailable(
             f"unknown option {unknown[0]!r} for an sqlite store (known: {', '.join(sorted(known))})"
         )
-    values: dict[str, object] = {}
-    if "max_file_bytes" in options:
-        values["max_file_bytes"] = whole_option("max_file_bytes", options["max_file_bytes"], 1)
-    for cap in ("max_tree_bytes", "max_files"):
-        if cap in options and options[cap] not in (None, "", "none"):
-            values[cap] = whole_option(cap, options[cap], 1)
-    if "history" in options:
-        values["history"] = whole_option("history", options["history"], 0)
-    if "deleted_history_days" in options:
-        days = whole_option("deleted_history_days", options["deleted_history_days"], 0)
-        values["deleted_history_days"] = days
+    limits = parse_limits(options)
+    busy = DEFAULT_BUSY_TIMEOUT
     if "busy_timeout" in options:
-        values["busy_timeout"] = _seconds("busy_timeout", options["busy_timeout"])
+        busy = _seconds("busy_timeout", options["busy_timeout"])
+    sync = "normal"
     if "synchronous" in options:
         sync = str(options["synchronous"]).lower()
         if sync not in ("normal", "full"):
             raise StoreUnavailable(
                 f"option synchronous={options['synchronous']!r}: must be 'normal' or 'full'"
             )
-        values["synchronous"] = sync
-    return replace(SqliteOptions(), **values)
+    return SqliteOptions(limits, busy, sync)

@@ -10,7 +10,9 @@ steps so that a file that is not ours is never modified:
    While this process already has the file open through SQLite, only the read-only
    connection looks: see :mod:`memfs.store.sqlite_files` for why a plain read must not.
 2. :func:`prepare` opens it read-write, applies pending migrations in one
-   ``BEGIN IMMEDIATE`` transaction and switches the file to WAL.
+   ``BEGIN IMMEDIATE`` transaction and switches the file to WAL; or, for a store opened
+   read-only, :func:`open_readonly` opens it without ever writing (no creation, no
+   migration).
 
 A new file is created in rollback-journal mode and switched to WAL only after the
 schema and the application id are committed, so the id is in the main file's header from
@@ -31,7 +33,9 @@ from typing import Literal
 from urllib.parse import quote
 
 from memfs.errors import CorruptStore, StoreError, StoreFull, StoreUnavailable
+from memfs.store import evolution
 from memfs.store.base import DEFAULT_DIR_MODE
+from memfs.store.evolution import Step
 from memfs.store.sqlite_checks import check_pages, unwritable
 from memfs.store.sqlite_files import Connection, count_open, read_header
 
@@ -100,7 +104,7 @@ def _v1(db: sqlite3.Connection) -> None:
 
 
 def _v2(db: sqlite3.Connection) -> None:
-    # History belongs to paths, not entries (memfs.store.sqlite_history): a revision
+    # History belongs to paths, not entries (memfs.store.retention): a revision
     # records the path it was made at, so atomic saves (rename over the file) keep it.
     # Content moves to blobs, one row per SHA-256, so a rename's arrival revision and
     # repeated contents cost no copy; blob_refs maps a SHA-256 to its blob and counts the
@@ -162,7 +166,7 @@ def _v2(db: sqlite3.Connection) -> None:
 
 
 def _v3(db: sqlite3.Connection) -> None:
-    # Blobs may be stored compressed (memfs.store.sqlite_conn.pack_blob); existing ones
+    # Blobs may be stored compressed (memfs.store.sqlite.pack_blob); existing ones
     # stay as they are, raw.
     db.execute("ALTER TABLE blobs ADD COLUMN codec INTEGER NOT NULL DEFAULT 0")
 
@@ -247,8 +251,19 @@ def _v5(db: sqlite3.Connection) -> None:
     )
 
 
-# MIGRATIONS[i] takes a store from schema version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4, _v5]
+def _shared(step: Step) -> Migration:
+    """A step of :mod:`memfs.store.evolution`, in SQLite's words."""
+
+    def migrate(db: sqlite3.Connection) -> None:
+        for statement in step(evolution.SQLITE):
+            db.execute(statement)
+
+    return migrate
+
+
+# MIGRATIONS[i] takes a store from schema version i to i + 1: SQLite's own, then the
+# steps written once for every backend. Append only.
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4, _v5, *map(_shared, evolution.STEPS)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FileState = Literal["new", "empty", "ours"]
@@ -384,15 +399,94 @@ def _read_only_look(path: Path) -> tuple[int, int, list[str]]:
     return int(app_id), int(version), [r[0] for r in rows]
 
 
+def open_readonly(path: Path, *, busy_timeout: float) -> tuple[sqlite3.Connection, str]:
+    """A checked read-only connection to the store at ``path`` and the URI that opens
+    more like it; never creates, migrates or writes anything of the store.
+
+    SQLite's rule for a WAL database opened read-only: it needs ``-shm`` (and ``-wal``)
+    to exist already, or to be able to create them beside the file, or the file to be
+    opened ``immutable``. ``mode=ro`` covers the first two, and follows other processes'
+    commits. When neither works (a read-only directory or file system, and no process
+    has the store open), ``immutable`` is right only if the file holds every commit: no
+    ``-wal`` with frames in it (the last connection to close folds it into the file and
+    deletes it). Such a connection does not see a writer that starts later, which only
+    someone allowed to write that directory can be.
+    """
+    state = inspect(path)
+    if state == "new":
+        raise StoreUnavailable(f"there is no store at {path} to read", remedy="")
+    if state == "empty":
+        raise StoreUnavailable(f"{path} holds no memfs store yet (an empty database)", remedy="")
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        db = connect_uri(uri, path, busy_timeout)
+        try:
+            db.execute("PRAGMA user_version").fetchone()
+        except BaseException:
+            db.close()
+            raise
+    except sqlite3.Error as e:
+        name = getattr(e, "sqlite_errorname", "")
+        if not name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
+            raise translate(e, path) from e
+        try:
+            pending = os.stat(f"{path}-wal").st_size > 0
+        except OSError:
+            pending = False
+        if pending:
+            raise StoreUnavailable(
+                f"cannot read the store {path} read-only: its write-ahead log {path}-wal"
+                f" holds changes SQLite can only read by creating {path}-shm, and"
+                f" {path.parent} cannot be written",
+                remedy="open it once where it can be written, so memfs folds the log into it,",
+            ) from e
+        uri += "&immutable=1"
+        try:
+            db = connect_uri(uri, path, busy_timeout)
+        except sqlite3.Error as again:
+            raise translate(again, path) from again
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise newer_version(path, version)
+        if version < SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"the store {path} was written by an older memfs (schema {version}; this"
+                f" memfs reads schema {SCHEMA_VERSION}) and a read-only open does not"
+                " upgrade it",
+                remedy="open it once with write access to upgrade it",
+            )
+        check_pages(db, path, remedy=RESTORE)
+    except sqlite3.Error as e:
+        db.close()
+        raise translate(e, path) from e
+    except BaseException:
+        db.close()
+        raise
+    return db, uri
+
+
+def connect_uri(uri: str, path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """A read-only connection by URI (see :func:`open_readonly`)."""
+    return _connect(uri, path, busy_timeout, [])
+
+
 def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
     """A read-write connection with memfs's per-connection settings, to a file that
     exists: never a new, empty one (a store file deleted under a running process must
     not come back empty when one of its threads connects; prepare() creates stores)."""
+    pragmas = [f"PRAGMA synchronous = {synchronous.upper()}"]
+    return _connect(f"file:{quote(str(path))}?mode=rw", path, busy_timeout, pragmas)
+
+
+def _connect(
+    target: str, path: Path, busy_timeout: float, pragmas: list[str]
+) -> sqlite3.Connection:
     # check_same_thread=False only so close() can close every thread's connection; each
     # connection is otherwise used by the one thread that made it.
     db = sqlite3.connect(
-        f"file:{quote(str(path))}?mode=rw",
-        uri=True,
+        target,
+        uri=target.startswith("file:"),
         timeout=busy_timeout,
         isolation_level=None,
         check_same_thread=False,
@@ -400,8 +494,8 @@ def connect(path: Path, *, busy_timeout: float, synchronous: str) -> sqlite3.Con
     )
     count_open(db, path)
     try:
-        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        for pragma in [f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}", *pragmas]:
+            db.execute(pragma)
     except BaseException:
         db.close()  # not left to the garbage collector, with the file counted open
         raise

@@ -3,7 +3,7 @@
 ``search_text`` is an FTS5 table with the ``trigram`` tokenizer, one row per file keyed
 by the file's ``entries.id`` (stable across renames, so a rename changes nothing in it).
 Trigrams index every substring of three characters or more, case-folded: a query term
-is found inside identifiers (``parse_rel``, ``sqlite_writes.py``), paths written in a
+is found inside identifiers (``parse_rel``, ``sqlite_search.py``), paths written in a
 file, and text in any script, with or without spaces between words (CJK), exactly the
 substring semantics :mod:`memfs.store.matching` defines. Terms shorter than three
 characters cannot use it: such a query reads the files.
@@ -16,7 +16,7 @@ current content the index does not hold: a trigger on ``revisions`` adds a file 
 revision with new content is made at its path, the writer's own transaction indexes it
 and takes it off (``write``, ``truncate``), and a file written by code that does not
 (a migration from an older schema, which lists every file) waits there until the next
-:meth:`SqliteSearch.build_search_index`, which every search runs first. A trigger on
+:meth:`SqliteSearch.build`, which every search runs first. A trigger on
 ``entries`` removes a deleted file's rows. So the index is never out of date without
 knowing it, whatever wrote the store.
 """
@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import sqlite3
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from memfs.errors import NotADirectory, NotFound, StoreUnavailable
 from memfs.store.base import SearchHit
-from memfs.store.matching import DEFAULT_LIMIT, Query, average, decode_text, parse_query
-from memfs.store.sqlite_conn import READ, STAT, SqliteConnections, unpack_blob
-from memfs.store.sqlite_schema import translate
+from memfs.store.matching import Query, average, decode_text, parse_query
+from memfs.store.sql import Cursor
+
+if TYPE_CHECKING:
+    from memfs.store.engine import SqlStore
 
 # Text beyond this is not indexed (searches read it instead); kept well below the 64 MiB
 # file cap so one large write does not spend seconds building trigrams in its commit.
@@ -41,6 +43,11 @@ BUILD_BATCH = 200
 FULL, PARTIAL, SKIPPED = 0, 1, 2
 
 _IN_SCOPE = "(:p = '' OR e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+_CURRENT = (
+    "SELECT e.rev, r.sha256, b.codec, b.content FROM entries e JOIN revisions r"
+    " ON r.path = e.path AND r.rev = e.rev LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
+    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = :p AND e.kind = 'file'"
+)
 
 
 def fts_phrase(fragment: str) -> str:
@@ -64,88 +71,89 @@ def index_text(data: bytes) -> tuple[int, str]:
     return PARTIAL, text
 
 
-class SqliteSearch(SqliteConnections):
-    """Index upkeep for the writes, and :meth:`search` over it."""
+class SqliteSearch:
+    """The index of one SQLite store (:class:`memfs.store.sql.SearchIndex`): kept by the
+    store's writes, read by its searches."""
 
-    def _index(
-        self, db: sqlite3.Connection, entry_id: int, path: str, rev: int, data: bytes
-    ) -> None:
-        """Make the index hold ``data`` as file ``entry_id``'s content (revision ``rev``
-        at ``path``), inside the caller's transaction."""
-        sha = db.execute(
-            "SELECT sha256 FROM revisions WHERE path = ? AND rev = ?", (path, rev)
-        ).fetchone()[0]
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    def take(self, db: Cursor, path: str, sha256: str, data: bytes) -> None:
+        """Make the index hold ``data`` as file ``path``'s content, inside the caller's
+        transaction."""
+        row = db.one("SELECT id FROM entries WHERE path = :p", {"p": path})
+        assert row is not None  # the caller has just written it
+        entry_id = int(row[0])
         kind, text = index_text(data)
-        db.execute("DELETE FROM search_text WHERE rowid = ?", (entry_id,))
+        db.run("DELETE FROM search_text WHERE rowid = :id", {"id": entry_id})
         if kind != SKIPPED:
-            db.execute("INSERT INTO search_text (rowid, body) VALUES (?, ?)", (entry_id, text))
-        db.execute(
-            "INSERT OR REPLACE INTO search_docs (id, sha256, kind) VALUES (?, ?, ?)",
-            (entry_id, sha, kind),
+            db.run(
+                "INSERT INTO search_text (rowid, body) VALUES (:id, :body)",
+                {"id": entry_id, "body": text},
+            )
+        db.run(
+            "INSERT OR REPLACE INTO search_docs (id, sha256, kind) VALUES (:id, :sha, :kind)",
+            {"id": entry_id, "sha": sha256, "kind": kind},
         )
-        db.execute("DELETE FROM search_stale WHERE id = ?", (entry_id,))
+        db.run("DELETE FROM search_stale WHERE id = :id", {"id": entry_id})
+
+    def _current(self, db: Cursor, path: str) -> tuple[bytes, str] | None:
+        """The checked content of file ``path`` and its SHA-256 (None: not a file)."""
+        row = db.one(_CURRENT, {"p": path})
+        if row is None:
+            return None
+        return self.store.content(path, int(row[0]), row[1], row[2], row[3]), str(row[1])
 
     # --- building -------------------------------------------------------------------
-    def search_index_pending(self) -> int:
-        try:
-            return int(self._db().execute("SELECT count(*) FROM search_stale").fetchone()[0])
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
+    def pending(self) -> int:
+        with self.store._reading() as db:
+            row = db.one("SELECT count(*) FROM search_stale")
+        return 0 if row is None else int(row[0])
 
-    def build_search_index(self, progress: Callable[[int], None] | None = None) -> None:
+    def build(self, progress: Callable[[int], None] | None) -> None:
         # Small transactions, so writers in other processes wait at most one batch.
         while True:
-            with self._tx() as db:
-                rows = db.execute(
-                    "SELECT s.id, e.path, e.rev FROM search_stale s LEFT JOIN entries e"
-                    " ON e.id = s.id AND e.kind = 'file' ORDER BY s.id LIMIT ?",
-                    (BUILD_BATCH,),
-                ).fetchall()
-                for entry_id, path, rev in rows:
-                    if path is None:  # no longer a file
-                        db.execute("DELETE FROM search_stale WHERE id = ?", (entry_id,))
+            with self.store._tx() as tx:
+                rows = tx.db.all(
+                    "SELECT s.id, e.path FROM search_stale s LEFT JOIN entries e"
+                    " ON e.id = s.id AND e.kind = 'file' ORDER BY s.id LIMIT :n",
+                    {"n": BUILD_BATCH},
+                )
+                for entry_id, path in rows:
+                    current = None if path is None else self._current(tx.db, str(path))
+                    if current is None:  # no longer a file
+                        tx.db.run("DELETE FROM search_stale WHERE id = :id", {"id": entry_id})
                         continue
-                    data = unpack_blob(*db.execute(READ, (path,)).fetchone()[-2:])
-                    self._index(db, entry_id, path, rev, data)
+                    self.take(tx.db, str(path), current[1], current[0])
             if progress is not None and rows:
                 progress(len(rows))
             if len(rows) < BUILD_BATCH:
                 return
 
     # --- searching ------------------------------------------------------------------
-    def search(
-        self, query: str, path: str = "", *, regex: bool = False, limit: int = DEFAULT_LIMIT
-    ) -> list[SearchHit]:
+    def search(self, query: str, path: str, *, regex: bool, limit: int) -> list[SearchHit]:
         parsed = parse_query(query, regex=regex)
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         # Busy or read-only: the files still pending are read below instead.
         with contextlib.suppress(StoreUnavailable):
-            self.build_search_index()
-        db = self._db()
-        try:
-            db.execute("BEGIN")  # one snapshot for the candidates and their content
-            try:
-                return self._search(db, parsed, path, limit)
-            finally:
-                db.execute("COMMIT")
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
+            self.build(None)
+        # One snapshot for the candidates and their content.
+        with self.store._reading(snapshot=True) as db:
+            return self._search(db, parsed, path, limit)
 
-    def _search(
-        self, db: sqlite3.Connection, parsed: Query, path: str, limit: int
-    ) -> list[SearchHit]:
-        row = db.execute(STAT, (path,)).fetchone()
+    def _search(self, db: Cursor, parsed: Query, path: str, limit: int) -> list[SearchHit]:
+        row = db.one("SELECT kind FROM entries WHERE path = :p", {"p": path})
         if row is None:
             raise NotFound(f"no entry at '{path}'", path=path)
-        if row[1] == "symlink":
+        if row[0] == "symlink":
             raise NotADirectory(f"'{path}' is a symlink; memfs never follows symlinks", path=path)
         scope = {"p": path}
         if not parsed.fragments:
             return self._scan(db, parsed, scope, limit)
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        ranked = db.execute(
+        ranked = db.all(
             "SELECT e.path, -bm25(search_text) FROM search_text JOIN entries e"
             f" ON e.id = search_text.rowid WHERE search_text MATCH :q AND {_IN_SCOPE}"
             " ORDER BY rank",
@@ -153,7 +161,7 @@ class SqliteSearch(SqliteConnections):
         )
         for found, score in ranked:
             seen.add(found)
-            hit = self._confirm(db, parsed, found, score)
+            hit = self._confirm(db, parsed, found, float(score))
             if hit is not None:
                 hits.append(hit)
                 if len(hits) == limit:
@@ -161,12 +169,12 @@ class SqliteSearch(SqliteConnections):
         # Files the index holds only part of, or not yet: read, ranked after the rest.
         # CROSS JOIN keeps the few partial and stale rows as the outer loop: the planner
         # would otherwise walk every entry.
-        rest = db.execute(
+        rest = db.all(
             "SELECT e.path FROM search_docs d CROSS JOIN entries e ON e.id = d.id"
             f" WHERE d.kind = {PARTIAL} AND {_IN_SCOPE} UNION SELECT e.path FROM"
             f" search_stale s CROSS JOIN entries e ON e.id = s.id WHERE {_IN_SCOPE} ORDER BY 1",
             scope,
-        ).fetchall()
+        )
         for (found,) in rest:
             if found not in seen:
                 hit = self._confirm(db, parsed, found, 0.0)
@@ -177,7 +185,7 @@ class SqliteSearch(SqliteConnections):
         return hits
 
     def _scan(
-        self, db: sqlite3.Connection, parsed: Query, scope: dict[str, str], limit: int
+        self, db: Cursor, parsed: Query, scope: dict[str, str], limit: int
     ) -> list[SearchHit]:
         """Every text file in scope read and matched: the index cannot help."""
         found: list[tuple[str, str, list[tuple[int, str]]]] = []
@@ -190,68 +198,58 @@ class SqliteSearch(SqliteConnections):
         hits.sort(key=lambda h: (-h.score, h.path))
         return hits[:limit]
 
-    def _texts(self, db: sqlite3.Connection, scope: dict[str, str]) -> Iterator[tuple[str, str]]:
-        rows = db.execute(
+    def _texts(self, db: Cursor, scope: dict[str, str]) -> Iterator[tuple[str, str]]:
+        rows = db.all(
             f"SELECT e.path FROM entries e LEFT JOIN search_docs d ON d.id = e.id"
             f" WHERE e.kind = 'file' AND {_IN_SCOPE} AND coalesce(d.kind, -1) != {SKIPPED}"
             " ORDER BY e.path",
             scope,
-        ).fetchall()
+        )
         for (file_path,) in rows:
-            text = self._text(db, file_path)
+            text = self._text(db, str(file_path))
             if text is not None:
-                yield file_path, text
+                yield str(file_path), text
 
-    def _text(self, db: sqlite3.Connection, file_path: str) -> str | None:
-        row = db.execute(READ, (file_path,)).fetchone()
-        return None if row is None else decode_text(unpack_blob(row[-2], row[-1]))
+    def _text(self, db: Cursor, file_path: str) -> str | None:
+        current = self._current(db, file_path)
+        return None if current is None else decode_text(current[0])
 
-    def _confirm(
-        self, db: sqlite3.Connection, parsed: Query, file_path: str, score: float
-    ) -> SearchHit | None:
+    def _confirm(self, db: Cursor, parsed: Query, file_path: str, score: float) -> SearchHit | None:
         text = self._text(db, file_path)
         lines = None if text is None else parsed.matching_lines(text)
         return SearchHit(file_path, score, lines) if lines else None
 
     # --- checking -------------------------------------------------------------------
-    def search_index_problems(self) -> list[str]:
+    def problems(self) -> list[str]:
         """What the index says that the tree does not (empty when consistent): a file
         indexed with other content than its current one and not listed stale, rows for
-        entries that are not files. For tests and store checks."""
-        db = self._db()
+        entries that are not files."""
         problems: list[str] = []
-        try:
-            db.execute("BEGIN")
-            try:
-                files = db.execute(
-                    "SELECT e.id, e.path, r.sha256, b.codec, b.content, d.sha256, d.kind,"
-                    " s.id IS NOT NULL FROM entries e JOIN revisions r ON r.path = e.path"
-                    " AND r.rev = e.rev JOIN blob_refs br ON br.sha256 = r.sha256"
-                    " JOIN blobs b ON b.id = br.blob_id LEFT JOIN search_docs d ON d.id = e.id"
-                    " LEFT JOIN search_stale s ON s.id = e.id WHERE e.kind = 'file'"
-                ).fetchall()
-                for entry_id, file_path, sha, codec, stored, doc_sha, kind, stale in files:
-                    if stale:
-                        continue
-                    body = db.execute(
-                        "SELECT body FROM search_text WHERE rowid = ?", (entry_id,)
-                    ).fetchone()
-                    want_kind, want = index_text(unpack_blob(codec, stored))
-                    have = None if body is None else body[0]
-                    if (
-                        doc_sha != sha
-                        or kind != want_kind
-                        or have != (None if kind == SKIPPED else want)
-                    ):
-                        problems.append(f"{file_path}: index holds other content")
-                ids = {row[0] for row in files}
-                for table in ("search_text", "search_docs", "search_stale"):
-                    key = "rowid" if table == "search_text" else "id"
-                    for (orphan,) in db.execute(f"SELECT {key} FROM {table}"):
-                        if orphan not in ids:
-                            problems.append(f"{table}: row {orphan} is not a file")
-            finally:
-                db.execute("COMMIT")
-        except sqlite3.Error as e:
-            raise translate(e, self.path) from e
+        unpack = self.store.d.unpack
+        with self.store._reading(snapshot=True) as db:
+            files = db.all(
+                "SELECT e.id, e.path, r.sha256, b.codec, b.content, d.sha256, d.kind,"
+                " s.id IS NOT NULL FROM entries e JOIN revisions r ON r.path = e.path"
+                " AND r.rev = e.rev JOIN blob_refs br ON br.sha256 = r.sha256"
+                " JOIN blobs b ON b.id = br.blob_id LEFT JOIN search_docs d ON d.id = e.id"
+                " LEFT JOIN search_stale s ON s.id = e.id WHERE e.kind = 'file'"
+            )
+            for entry_id, file_path, sha, codec, stored, doc_sha, kind, stale in files:
+                if stale:
+                    continue
+                body = db.one("SELECT body FROM search_text WHERE rowid = :id", {"id": entry_id})
+                want_kind, want = index_text(unpack(codec, stored))
+                have = None if body is None else body[0]
+                if (
+                    doc_sha != sha
+                    or kind != want_kind
+                    or have != (None if kind == SKIPPED else want)
+                ):
+                    problems.append(f"{file_path}: index holds other content")
+            ids = {row[0] for row in files}
+            for table in ("search_text", "search_docs", "search_stale"):
+                key = "rowid" if table == "search_text" else "id"
+                for (orphan,) in db.all(f"SELECT {key} FROM {table}"):
+                    if orphan not in ids:
+                        problems.append(f"{table}: row {orphan} is not a file")
         return problems

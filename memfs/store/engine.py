@@ -1,0 +1,798 @@
+"""The store's algorithm, written once: every operation of :class:`memfs.store.base.Store`
+over a backend's dialect and connections (:mod:`memfs.store.sql`).
+
+Each mutation reads what its checks need first, in one go (:meth:`Cursor.ask`), decides
+with :mod:`memfs.store.rules`, and then only writes; a server backend sends those writes
+with the commit, so a mutation is a round trip for its reads and one for its writes (and
+one more to read what to sweep, when old history is due for removal). Its change
+records go in at its end, in one statement.
+Each transaction begins by reading the tree's counters (the next revision and feed
+numbers, and when the next sweep is due), which also takes the store's write lock, so
+numbers commit in order whoever writes. Per-path history (arrivals, tombstones, revival
+and the lazy sweep) lives in :mod:`memfs.store.retention`; caps, last use,
+checkpoints, redaction and the byte check in :mod:`memfs.store.keeping`.
+
+Inside :meth:`SqlStore.batch` every mutation of the thread joins the batch's
+transaction as a savepoint; :meth:`SqlStore.appended` says which feed records the
+thread's last mutation (or batch) appended, so a caller learns its own changes without
+reading the feed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memfs.errors import (
+    AlreadyExists,
+    DirectoryNotEmpty,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    ReadOnlyStore,
+    Redacted,
+    StoreError,
+    TooLarge,
+)
+from memfs.paths import parse_rel
+from memfs.store import keeping, retention, rules
+from memfs.store.base import (
+    DEFAULT_DIR_MODE,
+    DEFAULT_FILE_MODE,
+    Change,
+    ChangeKind,
+    Checkpoint,
+    Entry,
+    Revision,
+    SearchHit,
+    Store,
+    Usage,
+)
+from memfs.store.matching import DEFAULT_LIMIT
+from memfs.store.rules import need_file, parent_of
+from memfs.store.sql import Backend, Cursor, Params, Pending, Row, SearchIndex
+from memfs.store.statements import ALL, Statements
+
+_MAX_SEQ = 2**63 - 1
+_NO_PARAMS: Params = {}
+
+
+def entry(row: Row) -> Entry:
+    """An entry from the ten columns of :data:`memfs.store.statements.COLS`."""
+    path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target = row[:10]
+    return Entry(
+        path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, rules.unpack_target(target)
+    )
+
+
+class Tx:
+    """One transaction: its cursor and the tree's counters, read when first needed."""
+
+    def __init__(self, db: Cursor, begin: Pending, missing: Callable[[], StoreError]) -> None:
+        self.db = db
+        self._begin: Pending | None = begin
+        self._missing = missing
+        self._rev = self._seq = self.start_seq = 0
+        self.due: int | None = None  # earliest time a sweep has rows to remove
+        self.depth = 0
+        # Change records not yet written: each mutation's go in at its end, in one go.
+        self.records: list[dict[str, object]] = []
+
+    def _load(self) -> None:
+        if self._begin is None:
+            return
+        row, self._begin = self._begin.one(), None
+        if row is None:
+            raise self._missing()
+        self._rev, self._seq = int(row[0] or 0), int(row[1] or 0)
+        self.start_seq = self._seq
+        self.due = None if row[2] is None else int(row[2])
+
+    @property
+    def rev(self) -> int:
+        self._load()
+        return self._rev
+
+    @property
+    def seq(self) -> int:
+        self._load()
+        return self._seq
+
+    def next_rev(self) -> int:
+        self._load()
+        self._rev += 1
+        return self._rev
+
+    def next_seq(self) -> int:
+        self._load()
+        self._seq += 1
+        return self._seq
+
+    def mark(self) -> tuple[int, int]:
+        return self.rev, self.seq
+
+    def restore(self, mark: tuple[int, int]) -> None:
+        self._rev, self._seq = mark
+
+    def moved(self) -> bool:
+        """Whether this transaction took any number (so the counters must be stored)."""
+        return self._begin is None and self._seq != self.start_seq
+
+    def appended(self) -> range:
+        return range(self.start_seq + 1, self._seq + 1) if self._begin is None else range(0)
+
+    def sweep_due(self, now: int) -> bool:
+        self._load()
+        return self.due is not None and self.due <= now
+
+
+def _reach(src: str, paths: list[str]) -> tuple[int, int]:
+    """How far the entries below ``src`` reach past it (segments, UTF-8 bytes), as
+    :meth:`memfs.store.base.Store.subtree_extent` says, from their paths."""
+    own_depth, own_bytes = src.count("/"), len(src.encode("utf-8", "surrogateescape"))
+    below = [p for p in paths if p != src]
+    if not below:
+        return 0, 0
+    depth = max(p.count("/") for p in below) - own_depth
+    return depth, max(len(p.encode("utf-8", "surrogateescape")) for p in below) - own_bytes
+
+
+class SqlStore(Store):
+    """A memory tree in an SQL database; the backend supplies dialect and connections."""
+
+    def __init__(self, backend: Backend, index: SearchIndex | None = None) -> None:
+        self.backend = backend
+        self.limits = backend.limits
+        self.url = backend.url
+        self.max_file_bytes = backend.limits.max_file_bytes
+        self.max_tree_bytes = backend.limits.max_tree_bytes
+        self.max_files = backend.limits.max_files
+        self.readonly = backend.limits.readonly
+        self.pushes_changes = backend.pushes_changes
+        self.d = backend.dialect
+        self.q = Statements(backend.dialect)
+        self.index = index
+        # Every time the store records or judges (revision times, history retention)
+        # comes from here, so tests can move it instead of waiting days.
+        self.clock: Callable[[], int] = time.time_ns
+        self._local = threading.local()
+        self._batch_time = rules.BatchTime()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # --- transactions -------------------------------------------------------------------
+    def _tx_now(self) -> Tx | None:
+        tx: Tx | None = getattr(self._local, "tx", None)
+        return tx
+
+    @contextmanager
+    def _reading(self, snapshot: bool = False) -> Iterator[Cursor]:
+        """A cursor for reads: this thread's transaction's (a batch sees its own
+        changes), else one of the backend's."""
+        tx = self._tx_now()
+        if tx is not None:
+            yield tx.db
+            return
+        with self.backend.reading(snapshot) as db:
+            yield db
+
+    def _one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
+        """One read statement: in this thread's transaction if it has one."""
+        tx: Tx | None = getattr(self._local, "tx", None)
+        return self.backend.one(sql, params) if tx is None else tx.db.one(sql, params)
+
+    def _all(self, sql: str, params: Params = _NO_PARAMS) -> list[Row]:
+        tx: Tx | None = getattr(self._local, "tx", None)
+        return self.backend.all(sql, params) if tx is None else tx.db.all(sql, params)
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise ReadOnlyStore(
+                f"the store {self.url} is open read-only; open it without readonly to change it"
+            )
+
+    @contextmanager
+    def _tx(self) -> Iterator[Tx]:
+        """One mutation: its own transaction, or a savepoint of this thread's batch."""
+        self._writable()
+        self._local.appended = range(0)
+        outer = self._tx_now()
+        if outer is not None:
+            depth, mark, kept = outer.depth, outer.mark(), len(outer.records)
+            outer.db.run(self.q.savepoint.format(depth))
+            outer.depth = depth + 1
+            try:
+                yield outer
+                if len(outer.records) > kept:
+                    # Written now, so later reads inside the batch see them.
+                    self.d.append(outer.db, outer.records[kept:])
+                    del outer.records[kept:]
+                outer.db.run(self.q.release.format(depth))
+                outer.db.sync()
+            except BaseException:
+                outer.restore(mark)
+                del outer.records[kept:]
+                with contextlib.suppress(StoreError):
+                    outer.db.run(self.q.rollback_to.format(depth))
+                    outer.db.run(self.q.release.format(depth))
+                    outer.db.sync()
+                raise
+            finally:
+                outer.depth = depth
+            self._local.appended = range(mark[1] + 1, outer.seq + 1)
+            return
+        with self.backend.writing() as db:
+            tx = Tx(db, db.ask(self.q.begin), self.backend.missing_tree)
+            self._local.tx = tx
+            try:
+                yield tx
+                if tx.moved():
+                    self.d.finish(db, tx.rev, tx.seq, tx.records)
+            finally:
+                self._local.tx = None
+        self._local.appended = tx.appended()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._batch_time.during(self.clock), self._tx():
+            yield
+
+    def appended(self) -> range:
+        found: range = getattr(self._local, "appended", range(0))
+        return found
+
+    def _now(self) -> int:
+        """The time a mutation records: its batch's (see Store.batch), else the clock's."""
+        return self._batch_time.now(self.clock)
+
+    def record(
+        self,
+        tx: Tx,
+        kind: ChangeKind,
+        path: str,
+        author: str,
+        now: int,
+        *,
+        old_path: str | None = None,
+        rev: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        """Append one change record (written at the end of the mutation). Its content's
+        hash stays in the feed when the revision is pruned, so a restore can still find
+        the bytes elsewhere."""
+        tx.records.append(
+            {
+                "seq": tx.next_seq(),
+                "kind": kind,
+                "p": path,
+                "old": old_path,
+                "author": author,
+                "now": now,
+                "rev": rev,
+                "size": size,
+                "sha": sha256,
+            }
+        )
+
+    # --- reading ------------------------------------------------------------------------
+    def stat(self, path: str) -> Entry:
+        row = self._one(self.q.stat, {"p": path})
+        if row is None:
+            raise NotFound(f"no entry at '{path}'", path=path)
+        return entry(row)
+
+    def listdir(self, path: str) -> list[Entry]:
+        rows = self._all(self.q.listdir, {"p": path})
+        # No children: say whether the directory is empty, missing or not one.
+        if not rows and not self.stat(path).is_dir:
+            raise NotADirectory(f"'{path}' is not a directory", path=path)
+        return [entry(row) for row in rows]
+
+    def walk(self, path: str = "") -> Iterator[Entry]:
+        if not self.stat(path).is_dir:
+            raise NotADirectory(f"'{path}' is not a directory", path=path)
+        rows = (
+            self._all(self.q.walk_all) if path == "" else self._all(self.q.walk_below, {"p": path})
+        )
+        # Sorted by path in byte order, every entry comes after its parent.
+        for row in rows:
+            yield entry(row)
+
+    def subtree_extent(self, path: str) -> tuple[int, int]:
+        if path == "":
+            return self._extent(self._one(self.q.extent_all), path)
+        return self._extent(self._one(self.q.extent_below, {"p": path}), path)
+
+    @staticmethod
+    def _extent(row: Row | None, path: str) -> tuple[int, int]:
+        if row is None or row[0] is None:
+            return 0, 0
+        # A descendant "a/b/c" of "a" adds the segments and the bytes after "a".
+        if path == "":
+            return int(row[0]) + 1, int(row[1]) + 1
+        own = len(path.encode("utf-8", "surrogateescape"))
+        return int(row[0]) - path.count("/"), int(row[1]) - own
+
+    def read(self, path: str) -> tuple[bytes, Entry]:
+        row = self._one(self.q.read, {"p": path})
+        if row is None:
+            raise NotFound(f"no entry at '{path}'", path=path)
+        found = entry(row)
+        need_file(found.path, found.kind)
+        return self.content(found.path, found.rev, row[10], row[11], row[12]), found
+
+    def content(
+        self, path: str, rev: int, sha256: str | None, codec: int | None, stored: bytes | None
+    ) -> bytes:
+        """The stored bytes of revision ``rev`` of ``path``, checked against their
+        SHA-256 (Damaged if they no longer match, cannot be unpacked or are missing)."""
+        try:
+            data = self.d.unpack(codec, stored)
+        except ValueError:
+            data = None
+        if sha256 is None or data is None or hashlib.sha256(data).hexdigest() != sha256:
+            raise rules.damaged(path, rev, sha256 or "")
+        return data
+
+    # --- history ------------------------------------------------------------------------
+    def history(self, path: str, limit: int | None = None) -> list[Revision]:
+        shown = retention.visible(self, path, self._all(self.q.history, {"p": path}))
+        if limit is not None:
+            shown = shown[:limit]
+        return [retention.revision(path, row[3:10]) for row in shown]
+
+    def read_revision(self, path: str, rev: int) -> bytes:
+        rows = self._all(self.q.history_content, {"p": path, "rev": rev})
+        found = next((row for row in retention.visible(self, path, rows) if row[3] == rev), None)
+        if found is None:
+            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
+        if found[8] is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found[8]}",
+                path=path,
+                by=str(found[8]),
+                time_ns=int(found[9] or 0),
+            )
+        return self.content(path, rev, found[7], found[10], found[11])
+
+    def read_blob(self, sha256: str) -> bytes:
+        with self._reading() as db:
+            row = db.one(self.q.blob, {"sha": sha256})
+            holder = None
+            if row is not None:
+                try:
+                    data: bytes | None = self.d.unpack(row[0], row[1])
+                except ValueError:
+                    data = None
+                if data is not None and rules.sha256_of(data) == sha256:
+                    return data
+                holder = db.one(self.q.holder, {"sha": sha256})
+        if row is None:
+            raise NotFound(f"no retained revision has the content {sha256[:12]}")
+        path, rev = ("", 0) if holder is None else (str(holder[0]), int(holder[1]))
+        raise rules.damaged(path, rev, sha256)
+
+    # --- the change feed -------------------------------------------------------------------
+    def changes(
+        self,
+        since: int = 0,
+        limit: int | None = None,
+        *,
+        until: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Change]:
+        params = {
+            "since": since,
+            "until": _MAX_SEQ if until is None else until,
+            "n": ALL if limit is None else limit,
+        }
+        rows = self._all(self.q.changes_back if newest_first else self.q.changes, params)
+        return [Change(*row) for row in rows]
+
+    def last_seq(self) -> int:
+        row = self._one(self.q.last_seq)
+        return 0 if row is None else int(row[0])
+
+    def wait_for_changes(self, since: int, timeout: float) -> bool:
+        return self.backend.wait_for_changes(since, timeout, self.last_seq)
+
+    # --- writing ------------------------------------------------------------------------
+    def _ask_usage(self, tx: Tx) -> Pending | None:
+        """The tree's totals, asked only when a cap needs them."""
+        if self.limits.max_tree_bytes is None and self.limits.max_files is None:
+            return None
+        return tx.db.ask(self.q.usage)
+
+    def _ensure_parent(
+        self, tx: Tx, path: str, parent_kind: str | None, author: str, now: int, parents: bool
+    ) -> None:
+        """Refuse a missing parent or one that is not a directory (``parent_kind``, as
+        the mutation read it), or make the missing ones with ``parents``."""
+        parent = parent_of(path)
+        if parent_kind == "dir":
+            return
+        if parent_kind is not None:
+            raise NotADirectory(f"'{parent}' is not a directory", path=parent)
+        if not parents:
+            raise NotFound(f"the parent directory '{parent}' does not exist", path=parent)
+        missing = [parent]
+        while parent != "":
+            parent = parent_of(parent)
+            row = tx.db.one(self.q.kind, {"p": parent})
+            if row is not None:
+                if row[0] != "dir":
+                    raise NotADirectory(f"'{parent}' is not a directory", path=parent)
+                break
+            missing.append(parent)
+        for directory in reversed(missing):
+            self._insert_dir(tx, directory, author, now, DEFAULT_DIR_MODE)
+
+    def _insert(
+        self, tx: Tx, path: str, kind: str, size: int, mode: int, now: int, target: str | None
+    ) -> int:
+        """Add the entry (and move its parent's mtime); its creating revision."""
+        rev = tx.next_rev()
+        tx.db.run(
+            self.q.insert_entry,
+            {
+                "p": path,
+                "parent": parent_of(path),
+                "kind": kind,
+                "size": size,
+                "mode": mode,
+                "now": now,
+                "rev": rev,
+                "target": target,
+            },
+        )
+        tx.db.run(self.q.touch, {"now": now, "p": parent_of(path)})
+        return rev
+
+    def _insert_dir(self, tx: Tx, path: str, author: str, now: int, mode: int) -> Entry:
+        rev = self._insert(tx, path, "dir", 0, mode & 0o7777, now, None)
+        self.record(tx, "mkdir", path, author, now, rev=rev)
+        return Entry(path, "dir", 0, mode & 0o7777, now, now, rev)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        author: str,
+        expected_rev: int | None = None,
+        mode: int | None = None,
+        parents: bool = False,
+    ) -> Entry:
+        rel = rules.target(path)
+        data = bytes(data)
+        rules.check_size(rel, len(data), self.limits.max_file_bytes)
+        sha = rules.sha256_of(data)
+        now = self._now()
+        with self._tx() as tx:
+            look = tx.db.ask(self.q.look_file, {"p": rel, "parent": parent_of(rel)})
+            usage = self._ask_usage(tx)
+            row = look.one()
+            assert row is not None  # one row whatever is there
+            kind, current, old_size, old_mode, uid, gid, parent_kind, deleted, trim, kept = row
+            if kind is None:
+                if expected_rev is not None and expected_rev != 0:
+                    raise rules.conflict(rel, expected_rev, None)
+                keeping.check_caps(self, usage, rel, len(data), 1)
+                self._ensure_parent(tx, rel, parent_kind, author, now, parents)
+                if deleted is not None:
+                    retention.revive(self, tx, rel, int(deleted), trim, now)
+                file_mode = DEFAULT_FILE_MODE if mode is None else mode & 0o7777
+                rev = self._insert(tx, rel, "file", len(data), file_mode, now, None)
+                made = Entry(rel, "file", len(data), file_mode, now, now, rev)
+                change: ChangeKind = "create"
+            else:
+                if expected_rev == 0:
+                    raise AlreadyExists(f"'{rel}' already exists", path=rel)
+                if kind == "dir":
+                    raise IsADirectory(f"'{rel}' is a directory", path=rel)
+                if kind == "symlink":
+                    raise AlreadyExists(
+                        f"'{rel}' is a symlink; memfs does not write through symlinks", path=rel
+                    )
+                if expected_rev is not None and expected_rev != current:
+                    raise rules.conflict(rel, expected_rev, int(current))
+                keeping.check_caps(self, usage, rel, len(data) - int(old_size), 0)
+                rev = tx.next_rev()
+                tx.db.run(
+                    self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel}
+                )
+                made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
+                change = "modify"
+            self._add_content(tx, rel, rev, data, sha, author, now, int(kept))
+            self.record(tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha)
+            retention.sweep(self, tx, now)
+            return made
+
+    def _add_content(
+        self,
+        tx: Tx,
+        path: str,
+        rev: int,
+        data: bytes,
+        sha: str,
+        author: str,
+        now: int,
+        kept: int | None,
+    ) -> None:
+        """Revision ``rev`` of ``path`` holding ``data`` (stored once per SHA-256), and
+        the index's copy of it."""
+        self.d.put_blob(tx.db, sha, data)
+        retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
+        if self.index is not None:
+            self.index.take(tx.db, path, sha, data)
+
+    def mkdir(
+        self,
+        path: str,
+        *,
+        author: str,
+        mode: int = DEFAULT_DIR_MODE,
+        parents: bool = False,
+        exist_ok: bool = False,
+    ) -> Entry:
+        rel = parse_rel(path).rel
+        now = self._now()
+        with self._tx() as tx:
+            row = tx.db.one(self.q.look_node, {"p": rel, "parent": parent_of(rel)})
+            assert row is not None
+            if row[0] is not None:
+                if exist_ok and row[1] == "dir":
+                    return entry(row)
+                raise AlreadyExists(f"'{rel}' already exists", path=rel)
+            self._ensure_parent(tx, rel, row[10], author, now, parents)
+            return self._insert_dir(tx, rel, author, now, mode)
+
+    def symlink(self, path: str, target: str, *, author: str) -> Entry:
+        rel = rules.target(path)
+        size = rules.target_size(rel, target)
+        now = self._now()
+        with self._tx() as tx:
+            row = tx.db.one(self.q.look_node, {"p": rel, "parent": parent_of(rel)})
+            assert row is not None
+            if row[0] is not None:
+                raise AlreadyExists(f"'{rel}' already exists", path=rel)
+            self._ensure_parent(tx, rel, row[10], author, now, False)
+            rev = self._insert(tx, rel, "symlink", size, 0o777, now, rules.pack_target(target))
+            self.record(tx, "symlink", rel, author, now, rev=rev)
+            return Entry(rel, "symlink", size, 0o777, now, now, rev, target=target)
+
+    def delete(
+        self,
+        path: str,
+        *,
+        author: str,
+        recursive: bool = False,
+        expected_rev: int | None = None,
+    ) -> None:
+        rel = rules.target(path, what="target")
+        if expected_rev is not None and expected_rev < 1:
+            raise ValueError(f"expected_rev must be a revision (>= 1), not {expected_rev}")
+        now = self._now()
+        with self._tx() as tx:
+            # Children before their directory: rel itself sorts last.
+            victims = tx.db.all(self.q.subtree, {"p": rel})
+            if not victims or victims[-1][0] != rel:
+                raise NotFound(f"no entry at '{rel}'", path=rel)
+            if expected_rev is not None and victims[-1][2] != expected_rev:
+                raise rules.conflict(rel, expected_rev, int(victims[-1][2]))
+            if len(victims) > 1 and not recursive:
+                raise DirectoryNotEmpty(f"the directory '{rel}' is not empty", path=rel)
+            self._remove(tx, rel, victims, author, now)
+            tx.db.run(self.q.touch, {"now": now, "p": parent_of(rel)})
+            retention.sweep(self, tx, now)
+
+    def _remove(self, tx: Tx, top: str, victims: list[Row], author: str, now: int) -> None:
+        # One record per removed entry, children before their directory, so a follower
+        # of the feed learns every path that disappeared without walking anything.
+        for victim, kind, _ in victims:
+            self.record(tx, "rmdir" if kind == "dir" else "delete", str(victim), author, now)
+        files = [str(victim) for victim, kind, _ in victims if kind == "file"]
+        retention.tombstone(self, tx, files, now, moved=False)
+        tx.db.run(self.q.delete_subtree, {"p": top})
+
+    def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
+        src = rules.target(src, what="source")
+        dst = rules.target(dst, what="destination")
+        if src == dst:
+            # rename(2) of a name onto itself succeeds and changes nothing
+            with self._tx() as tx:
+                if tx.db.one(self.q.kind, {"p": src}) is None:
+                    raise NotFound(f"no entry at '{src}'", path=src)
+            return
+        rules.check_move(src, dst)
+        now = self._now()
+        with self._tx() as tx:
+            db = tx.db
+            moving = db.ask(self.q.moving, {"p": src})
+            landing = db.ask(self.q.landing, {"p": dst, "parent": parent_of(dst)})
+            tombs = db.ask(self.q.gone_below, {"p": dst})
+            entries = moving.all()
+            top = next((row for row in entries if row[0] == src), None)
+            if top is None:
+                raise NotFound(f"no entry at '{src}'", path=src)
+            src_kind = str(top[1])
+            if src_kind == "dir":
+                rules.check_reach(src, dst, _reach(src, [str(row[0]) for row in entries]))
+            there = landing.all()
+            parent_kind = next((row[1] for row in there if row[0] == parent_of(dst)), None)
+            self._ensure_parent(tx, dst, parent_kind, author, now, False)
+            replaced = sorted((row for row in there if row[0] != parent_of(dst)), reverse=True)
+            if replaced:
+                self._replace(tx, src_kind, dst, str(replaced[-1][1]), replaced, overwrite, now)
+            files = [row for row in entries if row[1] == "file"]
+            retention.tombstone(self, tx, [str(row[0]) for row in files], now, moved=True)
+            db.run(
+                self.q.move_subtree,
+                {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst), "now": now},
+            )
+            db.run(self.q.touch_two, {"now": now, "a": parent_of(src), "b": parent_of(dst)})
+            gone = {str(p): (int(deleted), trim) for p, deleted, trim in tombs.all()}
+            # How many revisions the destination keeps is known for a file's own move.
+            kept = int(there[0][2]) if there and src_kind == "file" else None
+            arrivals = [(dst + str(row[0])[len(src) :], int(row[2]), str(row[3])) for row in files]
+            last = retention.arrive(self, tx, arrivals, gone, kept, author, now)
+            # A file's rename carries its content; a directory's only its last arrival.
+            size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            self.record(
+                tx, "rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha
+            )
+            retention.sweep(self, tx, now)
+
+    def _replace(
+        self,
+        tx: Tx,
+        src_kind: str,
+        dst: str,
+        dst_kind: str,
+        victims: list[Row],
+        overwrite: bool,
+        now: int,
+    ) -> None:
+        """Remove ``dst`` so the source can take its name, if the rules allow it."""
+        rules.check_replace(src_kind, dst, dst_kind, overwrite=overwrite, entries=len(victims))
+        # The rename record that follows says dst was replaced; no separate delete. The
+        # history of dst stays: an arriving file continues it, anything else leaves it
+        # as a deleted file's.
+        if dst_kind == "file" and src_kind != "file":
+            retention.tombstone(self, tx, [dst], now, moved=False)
+        tx.db.run(self.q.delete_entry, {"p": dst})
+
+    def set_attrs(
+        self,
+        path: str,
+        *,
+        author: str,
+        mode: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
+        mtime_ns: int | None = None,
+    ) -> Entry:
+        rel = parse_rel(path).rel
+        now = self._now()
+        bits = None if mode is None else mode & 0o7777
+        with self._tx() as tx:
+            row = tx.db.one(self.q.stat, {"p": rel})
+            if row is None:
+                raise NotFound(f"no entry at '{rel}'", path=rel)
+            old = entry(row)
+            tx.db.run(
+                self.q.set_attrs,
+                {"mode": bits, "uid": uid, "gid": gid, "mtime": mtime_ns, "now": now, "p": rel},
+            )
+            self.record(tx, "attr", rel, author, now)
+        return Entry(
+            old.path,
+            old.kind,
+            old.size,
+            old.mode if bits is None else bits,
+            old.mtime_ns if mtime_ns is None else mtime_ns,
+            now,
+            old.rev,
+            old.uid if uid is None else uid,
+            old.gid if gid is None else gid,
+            old.target,
+        )
+
+    def truncate(self, path: str, size: int, *, author: str) -> Entry:
+        rel = rules.target(path)
+        if size < 0:
+            raise TooLarge(f"cannot truncate '{rel}' to a negative size", path=rel)
+        rules.check_size(rel, size, self.limits.max_file_bytes)
+        now = self._now()
+        with self._tx() as tx:
+            look = tx.db.ask(self.q.read, {"p": rel})
+            usage = self._ask_usage(tx)
+            row = look.one()
+            if row is None:
+                raise NotFound(f"no entry at '{rel}'", path=rel)
+            old = entry(row)
+            need_file(rel, old.kind)
+            keeping.check_caps(self, usage, rel, size - old.size, 0)
+            content = self.content(rel, old.rev, row[10], row[11], row[12])
+            data = content[:size] + b"\x00" * (size - len(content))
+            sha = rules.sha256_of(data)
+            rev = tx.next_rev()
+            tx.db.run(self.q.update_content, {"size": size, "now": now, "rev": rev, "p": rel})
+            self._add_content(tx, rel, rev, data, sha, author, now, None)
+            self.record(tx, "modify", rel, author, now, rev=rev, size=size, sha256=sha)
+            retention.sweep(self, tx, now)
+            return Entry(rel, "file", size, old.mode, now, now, rev, old.uid, old.gid)
+
+    # --- housekeeping (memfs.store.keeping) --------------------------------------------
+    def usage(self) -> Usage:
+        row = self._one(self.q.usage)
+        if row is None:
+            raise self.backend.missing_tree()
+        return Usage(files=int(row[0]), dirs=int(row[1]), bytes=int(row[2]))
+
+    def mark_used(self, paths: list[str]) -> None:
+        keeping.mark_used(self, paths)
+
+    def unused(self, before_ns: int) -> list[Entry]:
+        return [entry(row) for row in self._all(self.q.unused, {"before": before_ns})]
+
+    def set_checkpoint(self, name: str, *, author: str, seq: int | None = None) -> Checkpoint:
+        return keeping.set_checkpoint(self, name, author, seq)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        return [Checkpoint(*row) for row in self._all(self.q.checkpoints)]
+
+    def delete_checkpoint(self, name: str) -> None:
+        with self._tx() as tx:
+            if tx.db.one(self.q.drop_checkpoint, {"name": name}) is None:
+                raise NotFound(f"there is no checkpoint named '{name}'")
+
+    def redact(self, path: str, rev: int, *, author: str) -> list[Revision]:
+        return keeping.redact(self, path, rev, author)
+
+    def verify(self, progress: Callable[[int, int], None] | None = None) -> list[Revision]:
+        return keeping.verify(self, progress)
+
+    # --- searching ------------------------------------------------------------------------
+    def search(
+        self, query: str, path: str = "", *, regex: bool = False, limit: int = DEFAULT_LIMIT
+    ) -> list[SearchHit]:
+        if self.index is None:
+            return super().search(query, path, regex=regex, limit=limit)
+        return self.index.search(query, path, regex=regex, limit=limit)
+
+    def search_index_pending(self) -> int:
+        return 0 if self.index is None else self.index.pending()
+
+    def build_search_index(self, progress: Callable[[int], None] | None = None) -> None:
+        if self.index is not None:
+            self.index.build(progress)
+
+    def search_index_problems(self) -> list[str]:
+        """What the index says that the tree does not (empty when consistent); for tests
+        and store checks."""
+        return [] if self.index is None else self.index.problems()
+
+    # --- the backend's housekeeping -------------------------------------------------------
+    def defer_maintenance(self) -> None:
+        self.backend.defer_maintenance()
+
+    def maintain(self) -> None:
+        if not self.readonly:
+            self.backend.maintain()
+
+    def storage_problem(self) -> str | None:
+        return self.backend.storage_problem()
+
+    def rescue(self, recovery_dir: Path) -> Path | None:
+        return self.backend.rescue(recovery_dir)
+
+    def close(self) -> None:
+        self.backend.close()

@@ -1,0 +1,218 @@
+"""Every statement of the store's algorithm, written once for every dialect.
+
+Statements use ``:name`` placeholders and the :class:`~memfs.store.sql.Dialect`'s few
+words: ``t(alias)`` keeps a statement to the store's tree on a server that holds many
+(nothing on a file), ``tree_column``/``tree_value`` put the tree into an INSERT,
+``content(alias)`` joins a revision to its bytes. Table and column names are the same
+in every backend's schema. A path's subtree is the range ``[P/, P0)`` in byte order
+("0" follows "/"), which the unique index on paths searches, where LIKE would scan and
+take "%" and "_" in names as wildcards.
+"""
+
+from __future__ import annotations
+
+from memfs.store.sql import Dialect
+
+COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
+E_COLS = ", ".join("e." + c for c in COLS.split(", "))
+REV_COLS = "rev, author, time_ns, size, sha256, redacted_by, redacted_ns"
+R_COLS = ", ".join("r." + c for c in REV_COLS.split(", "))
+CHANGE_COLS = "seq, kind, path, author, time_ns, old_path, rev, size, sha256"
+SUBTREE = "(path = :p OR (path >= :p || '/' AND path < :p || '0'))"
+BELOW = "path > :p || '/' AND path < :p || '0'"
+# One row whatever the joins to it find: reads of an entry, its parent and its history
+# are one statement, so one snapshot, on every database.
+ONE = "(SELECT 1 AS one) o"
+# LIMIT for "no limit" (SQLite and PostgreSQL spell "none" differently).
+ALL = 2**62
+
+
+class Statements:
+    """The statements rendered for one dialect (built once per open store)."""
+
+    def __init__(self, d: Dialect) -> None:
+        t, r = d.t, d.render
+        tc, tv = d.tree_column, d.tree_value
+        self.d = d
+        self.savepoint = "SAVEPOINT m{}"
+        self.release = "RELEASE m{}"
+        self.rollback_to = "ROLLBACK TO m{}"
+        # --- the tree ----------------------------------------------------------------
+        self.stat = r(f"SELECT {COLS} FROM entries WHERE {t()} path = :p")
+        self.kind = r(f"SELECT kind FROM entries WHERE {t()} path = :p")
+        self.listdir = r(f"SELECT {COLS} FROM entries WHERE {t()} parent = :p ORDER BY path")
+        self.walk_all = r(f"SELECT {COLS} FROM entries WHERE {t()} path <> '' ORDER BY path")
+        self.walk_below = r(f"SELECT {COLS} FROM entries WHERE {t()} {BELOW} ORDER BY path")
+        extent = (
+            "SELECT max(length(path) - length(replace(path, '/', ''))),"
+            f" max({d.octets('path')}) FROM entries WHERE {t()}"
+        )
+        self.extent_all = r(f"{extent} path <> ''")
+        self.extent_below = r(f"{extent} {BELOW}")
+        self.read = r(
+            f"SELECT {E_COLS}, r.sha256, {d.codec}, b.content FROM entries e"
+            f" LEFT JOIN revisions r ON {t('r')} r.path = e.path AND r.rev = e.rev"
+            f" AND e.kind = 'file' {d.content('r', left=True)} WHERE {t('e')} e.path = :p"
+        )
+        # What a write's checks need: the entry, its parent, the path's tombstone and how
+        # many revisions it keeps.
+        self.look_file = r(
+            "SELECT e.kind, e.rev, e.size, e.mode, e.uid, e.gid, p.kind, g.deleted_ns,"
+            f" g.trim_ns, (SELECT count(*) FROM revisions x WHERE {t('x')} x.path = :p)"
+            f" FROM {ONE} LEFT JOIN entries e ON {t('e')} e.path = :p"
+            f" LEFT JOIN entries p ON {t('p')} p.path = :parent"
+            f" LEFT JOIN gone g ON {t('g')} g.path = :p"
+        )
+        # An entry (all columns) and its parent's kind.
+        self.look_node = r(
+            f"SELECT {E_COLS}, p.kind FROM {ONE} LEFT JOIN entries e ON {t('e')} e.path = :p"
+            f" LEFT JOIN entries p ON {t('p')} p.path = :parent"
+        )
+        self.insert_entry = r(
+            f"INSERT INTO entries ({tc}path, parent, kind, size, mode, mtime_ns, ctime_ns,"
+            f" rev, target) VALUES ({tv}:p, :parent, :kind, :size, :mode, :now, :now, :rev,"
+            " :target)"
+        )
+        self.update_content = r(
+            "UPDATE entries SET size = :size, mtime_ns = :now, ctime_ns = :now, rev = :rev"
+            f" WHERE {t()} path = :p"
+        )
+        self.touch = r(f"UPDATE entries SET mtime_ns = :now, ctime_ns = :now WHERE {t()} path = :p")
+        self.touch_two = r(
+            f"UPDATE entries SET mtime_ns = :now, ctime_ns = :now WHERE {t()} path IN (:a, :b)"
+        )
+        self.set_rev = r(f"UPDATE entries SET rev = :rev WHERE {t()} path = :p")
+        self.set_attrs = r(
+            "UPDATE entries SET mode = coalesce(:mode, mode), uid = coalesce(:uid, uid),"
+            " gid = coalesce(:gid, gid), mtime_ns = coalesce(:mtime, mtime_ns),"
+            f" ctime_ns = :now WHERE {t()} path = :p"
+        )
+        self.subtree = r(
+            f"SELECT path, kind, rev FROM entries WHERE {t()} {SUBTREE} ORDER BY path DESC"
+        )
+        self.delete_subtree = r(f"DELETE FROM entries WHERE {t()} {SUBTREE}")
+        self.delete_entry = r(f"DELETE FROM entries WHERE {t()} path = :p")
+        # A rename's source: every entry it moves, a file's with its current content.
+        self.moving = r(
+            f"SELECT e.path, e.kind, r.size, r.sha256 FROM entries e LEFT JOIN revisions r"
+            f" ON {t('r')} r.path = e.path AND r.rev = e.rev AND e.kind = 'file'"
+            f" WHERE {t('e')} (e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+        )
+        # A rename's destination: its parent and whatever it would replace, with how
+        # many revisions the path keeps.
+        self.landing = r(
+            f"SELECT path, kind, (SELECT count(*) FROM revisions x WHERE {t('x')}"
+            f" x.path = :p) FROM entries WHERE {t()} (path = :parent OR {SUBTREE})"
+        )
+        self.move_subtree = r(
+            "UPDATE entries SET path = :dst || substr(path, :n + 1), parent = CASE"
+            " WHEN path = :p THEN :dparent ELSE :dst || substr(parent, :n + 1) END,"
+            f" ctime_ns = CASE WHEN path = :p THEN :now ELSE ctime_ns END WHERE {t()} {SUBTREE}"
+        )
+        # --- history ---------------------------------------------------------------------
+        self.insert_revision = r(
+            f"INSERT INTO revisions ({tc}path, rev, author, time_ns, size, sha256)"
+            f" VALUES ({tv}:p, :rev, :author, :now, :size, :sha)"
+        )
+        # Keep the path's newest :keep + 1 revisions.
+        self.prune = r(
+            f"DELETE FROM revisions WHERE {t()} path = :p AND rev < (SELECT rev FROM"
+            f" revisions WHERE {t()} path = :p ORDER BY rev DESC LIMIT 1 OFFSET :keep)"
+        )
+        self.forget_path = r(f"DELETE FROM revisions WHERE {t()} path = :p")
+        self.tombstone = r(
+            f"INSERT INTO gone ({tc}path, deleted_ns, trim_ns, due_ns)"
+            f" VALUES ({tv}:p, :now, :trim, :trim) ON CONFLICT ({tc}path) DO UPDATE SET"
+            " deleted_ns = excluded.deleted_ns, trim_ns = excluded.trim_ns,"
+            " due_ns = excluded.due_ns"
+        )
+        self.gone_below = r(f"SELECT path, deleted_ns, trim_ns FROM gone WHERE {t()} {SUBTREE}")
+        self.revive = r(f"DELETE FROM gone WHERE {t()} path = :p")
+        self.due = r(
+            f"SELECT g.path, g.deleted_ns, g.trim_ns, (SELECT count(*) FROM revisions x"
+            f" WHERE {t('x')} x.path = g.path) FROM gone g WHERE {t('g')} g.due_ns <= :now"
+            " ORDER BY g.due_ns LIMIT :n"
+        )
+        # The :n newest revisions of a path after its :keep newest.
+        self.sweep = r(
+            f"DELETE FROM revisions WHERE {t()} path = :p AND rev IN (SELECT rev FROM"
+            f" revisions WHERE {t()} path = :p ORDER BY rev DESC LIMIT :n OFFSET :keep)"
+        )
+        self.trimmed = r(f"UPDATE gone SET trim_ns = NULL, due_ns = :due WHERE {t()} path = :p")
+        # A path's entry kind, tombstone and every revision row, newest first, in one
+        # statement (a row of NULL revision columns when there is none).
+        history = (
+            f"SELECT e.kind, g.deleted_ns, g.trim_ns, {R_COLS}{{}} FROM {ONE}"
+            f" LEFT JOIN entries e ON {t('e')} e.path = :p"
+            f" LEFT JOIN gone g ON {t('g')} g.path = :p"
+            f" LEFT JOIN revisions r ON {t('r')} r.path = :p{{}} ORDER BY r.rev DESC"
+        )
+        self.history = r(history.format("", ""))
+        self.history_content = r(
+            history.format(
+                f", {d.codec}, b.content", " " + d.content("r", left=True, on="r.rev = :rev")
+            )
+        )
+        self.blob = r(d.blob)
+        self.holder = r(
+            f"SELECT path, rev FROM revisions WHERE {t()} sha256 = :sha ORDER BY rev DESC LIMIT 1"
+        )
+        # --- the feed -----------------------------------------------------------------
+        changes = (
+            f"SELECT {CHANGE_COLS} FROM changes WHERE {t()} seq > :since AND seq <= :until"
+            " ORDER BY seq{} LIMIT :n"
+        )
+        self.changes = r(changes.format(""))
+        self.changes_back = r(changes.format(" DESC"))
+        self.last_seq = r(f"SELECT seq FROM changes WHERE {t()} TRUE ORDER BY seq DESC LIMIT 1")
+        self.begin = r(d.begin)
+        self.usage = r(d.usage)
+        # --- keeping ------------------------------------------------------------------
+        used = d.greatest("r.time_ns", "coalesce(e.used_ns, 0)")
+        current = f"JOIN revisions r ON {t('r')} r.path = e.path AND r.rev = e.rev"
+        self.last_use = f"SELECT e.path, {used} FROM entries e {current} WHERE {t('e')}"
+        self.last_use += " e.kind = 'file' AND e.path IN ({})"
+        self.mark_used = r(
+            f"UPDATE entries SET used_ns = :now WHERE {t()} kind = 'file' AND path = :p"
+        )
+        self.unused = r(
+            f"SELECT {E_COLS} FROM entries e {current} WHERE {t('e')} e.kind = 'file'"
+            f" AND {used} < :before ORDER BY e.path"
+        )
+        self.live_with = r(
+            f"SELECT e.path FROM entries e {current} WHERE {t('e')} e.kind = 'file'"
+            " AND r.sha256 = :sha LIMIT 1"
+        )
+        self.redact = r(
+            "UPDATE revisions SET sha256 = :stored, redacted_by = :author,"
+            f" redacted_ns = :now WHERE {t()} sha256 = :sha"
+        )
+        self.with_sha = r(
+            f"SELECT path, {REV_COLS} FROM revisions WHERE {t()} sha256 = :sha ORDER BY rev"
+        )
+        self.has_checkpoint = r(f"SELECT 1 FROM checkpoints WHERE {t()} name = :name")
+        self.add_checkpoint = r(
+            f"INSERT INTO checkpoints ({tc}name, seq, time_ns, author)"
+            f" VALUES ({tv}:name, :seq, :now, :author)"
+        )
+        self.checkpoints = r(
+            f"SELECT name, seq, time_ns, author FROM checkpoints WHERE {t()} TRUE"
+            " ORDER BY seq, time_ns"
+        )
+        self.drop_checkpoint = r(f"DELETE FROM checkpoints WHERE {t()} name = :name RETURNING name")
+        # Every revision row with what decides whether it is retained (invariant 6).
+        self.all_revisions = r(
+            f"SELECT r.path, {R_COLS}, e.kind, g.deleted_ns, g.trim_ns FROM revisions r"
+            f" LEFT JOIN entries e ON {t('e')} e.path = r.path"
+            f" LEFT JOIN gone g ON {t('g')} g.path = r.path WHERE {t('r')} TRUE"
+            " ORDER BY r.path, r.rev DESC"
+        )
+        self._last_use: dict[int, str] = {}
+
+    def last_use_of(self, count: int) -> str:
+        """:attr:`last_use` for ``count`` paths, named :p0 ... (rendered once per count)."""
+        found = self._last_use.get(count)
+        if found is None:
+            names = ", ".join(f":p{i}" for i in range(count))
+            found = self._last_use[count] = self.d.render(self.last_use.format(names))
+        return found
