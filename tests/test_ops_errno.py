@@ -44,10 +44,13 @@ EXPECTED: dict[type[errors.MemfsError], int] = {
     errors.TooLarge: errno.EFBIG,
     errors.CapExceeded: errno.EDQUOT,
     errors.InvalidMove: errno.EINVAL,
+    errors.Damaged: errno.EIO,  # bytes that fail their hash: a bad sector, to a program
     errors.StoreUnavailable: errno.EIO,
     errors.StoreFull: errno.ENOSPC,
     errors.CorruptStore: errno.EIO,
     errors.UnknownScheme: errno.EIO,
+    errors.ReadOnlyStore: errno.EIO,  # a mount opens its store read-write: never met there
+    errors.NoSuchTree: errno.EIO,
     # Not the operations' to raise: anything else memfs has is an I/O error to a program.
     errors.ActorError: errno.EIO,
     errors.QueryError: errno.EIO,
@@ -93,6 +96,10 @@ def test_other_exceptions_keep_their_errno_or_are_eio() -> None:
     assert errno_of(KeyError("a bug")) == errno.EIO
 
 
+def unsaved(k: Kernel) -> tuple[str, ...]:
+    return k.ops.writes.health.unsaved
+
+
 def _errno(call: Callable[[], object]) -> int:
     with pytest.raises(OSError) as caught:
         call()
@@ -134,7 +141,7 @@ def test_a_closed_store_is_eio_and_lookups_seen_before_still_answer(
     assert _errno(lambda: k.ops.getattr("/never-seen")) == errno.EIO
     assert _errno(lambda: k.ops.mkdir("/dir/sub", 0o700)) == errno.EIO
     assert _errno(lambda: k.ops.fsync("/dir/new.md", 0, 0)) == errno.EIO
-    assert k.ops.writes.health.unsaved == ("dir/new.md",)  # kept, and said so
+    assert unsaved(k) == ("dir/new.md",)  # kept, and said so
 
 
 def test_a_full_disk_is_enospc_and_the_write_is_kept_until_there_is_room(
@@ -147,11 +154,11 @@ def test_a_full_disk_is_enospc_and_the_write_is_kept_until_there_is_room(
     filler = fill(small_disk)
     assert _errno(lambda: k.ops.fsync("/notes.md", 0, fh)) == errno.ENOSPC
     assert _errno(lambda: k.ops.mkdir("/dir", 0o700)) == errno.ENOSPC
-    assert k.ops.writes.health.unsaved == ("notes.md",)
+    assert unsaved(k) == ("notes.md",)
     filler.unlink()
     k.ops.fsync("/notes.md", 0, fh)
     assert other.stat("notes.md").size == 64 << 10
-    assert k.ops.writes.health.unsaved == ()
+    assert unsaved(k) == ()
 
 
 def test_an_unexpected_error_is_eio_with_its_traceback_in_the_log(

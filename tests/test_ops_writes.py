@@ -33,13 +33,13 @@ Program = Callable[[str], int]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest) -> Callable[[str], str | None]:
-    """A store URL maker for the rules whose outcome depends on the backend's
-    compare-and-set: None (the kernel fixture's SQLite file) or a fresh PostgreSQL tree."""
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """The store for the rules whose outcome rests on the backend's compare-and-set:
+    None (the kernel fixture's SQLite file) or a fresh tree of the suite's PostgreSQL."""
     if request.param == "sqlite":
-        return lambda query="": None
+        return None
     cluster: PgCluster = request.getfixturevalue("pg_cluster")
-    return lambda query="": cluster.url() + ("&" + query if query else "")
+    return cluster.url()
 
 
 def authors(store: Store, path: str) -> list[str]:
@@ -193,9 +193,9 @@ def test_the_kernel_is_told_to_forget_a_size_an_append_made_wrong(
 
 
 def test_appends_are_rebased_onto_another_writers_append(
-    kernel: MakeKernel, programs: Program, backend: Callable[[str], str | None]
+    kernel: MakeKernel, programs: Program, backend: str | None
 ) -> None:
-    k = kernel(backend(""), start=False)
+    k = kernel(backend, start=False)
     other = k.other()
     first = other.write("log.md", b"a\n", author="someone")
     k.pid = sh = programs("sh")
@@ -228,9 +228,9 @@ def test_a_change_seen_on_the_feed_rebases_pending_writes_at_once(
 
 
 def test_a_whole_rewrite_wins_and_the_replaced_revision_stays(
-    kernel: MakeKernel, programs: Program, backend: Callable[[str], str | None]
+    kernel: MakeKernel, programs: Program, backend: str | None
 ) -> None:
-    k = kernel(backend(""), start=False)
+    k = kernel(backend, start=False)
     other = k.other()
     first = other.write("plan.md", b"old plan\n", author="someone")
     k.pid = programs("vim")
@@ -246,9 +246,9 @@ def test_a_whole_rewrite_wins_and_the_replaced_revision_stays(
 
 
 def test_edits_of_one_line_are_kept_as_a_conflict_copy_named_in_the_health(
-    kernel: MakeKernel, programs: Program, backend: Callable[[str], str | None]
+    kernel: MakeKernel, programs: Program, backend: str | None
 ) -> None:
-    k = kernel(backend(""), start=False)
+    k = kernel(backend, start=False)
     other = k.other()
     first = other.write("notes.md", b"title: draft\nbody\n", author="someone")
     k.pid = programs("vim")
@@ -301,11 +301,12 @@ def test_past_max_file_bytes_a_write_or_truncate_is_efbig(
     other = k.other()
     fh = k.ops.create("/big.bin", FILE | 0o600, CREATE)
     k.ops.write("/big.bin", b"x" * 900, 0, fh, os.O_WRONLY)
-    for call in (
+    calls: list[Callable[[], object]] = [
         lambda: k.ops.write("/big.bin", b"y" * 200, 900, fh, os.O_WRONLY),
         lambda: k.ops.write("/big.bin", b"y" * 200, 0, fh, APPEND),
         lambda: k.ops.truncate("/big.bin", 5000, fh),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(OSError) as refused:
             call()
         assert refused.value.errno == errno.EFBIG
