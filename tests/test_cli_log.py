@@ -55,13 +55,13 @@ def run(*args: str) -> Result:
 
 
 A2, A3, B = sha(b"one\ntwo\n"), sha(b"one\nTWO\nthree\n"), sha(b"bee\n")
+# One line per operation, newest first: id, time, actor, what it did.
 LOG = [
-    f"-  {at(5)}  alice  delete  notes/b.md  -  -",
-    f"5  {at(4)}  agent:bob  rename  notes/a.md -> notes/c.md  14  {A3}",
-    f"4  {at(3)}  agent:bob  create  notes/b.md  4  {B}",
-    f"3  {at(1)}  agent:bob  modify  notes/a.md  14  {A3}",
-    f"2  {at(0)}  alice  create  notes/a.md  8  {A2}",
-    f"1  {at(0)}  alice  mkdir  notes  -  -",
+    f"5  {at(5)}  alice  deleted notes/b.md",
+    f"4  {at(4)}  agent:bob  renamed notes/a.md -> notes/c.md",
+    f"3  {at(3)}  agent:bob  created notes/b.md",
+    f"2  {at(1)}  agent:bob  edited notes/a.md",
+    f"1  {at(0)}  alice  made directory notes, created notes/a.md",
 ]
 
 
@@ -70,42 +70,64 @@ def lines(result: Result) -> list[str]:
     return result.output.splitlines()
 
 
-def test_log_lists_every_change_newest_first(db: Path, store: Store) -> None:
+def test_log_lists_every_operation_newest_first(db: Path, store: Store) -> None:
     assert lines(run("log", "--store", str(db))) == LOG
 
 
-def test_log_filters_by_path_author_limit_and_since(db: Path, store: Store) -> None:
+def test_log_filters_by_path_actor_limit_since_and_until(db: Path, store: Store) -> None:
     assert lines(run("log", "notes/c.md", "--store", str(db))) == [LOG[1]]
     assert lines(run("log", "notes/a.md", "--store", str(db))) == [LOG[1], LOG[3], LOG[4]]
+    assert lines(run("log", "--actor", "bob", "--limit", "2", "--store", str(db))) == LOG[1:3]
     assert lines(run("log", "--author", "bob", "--limit", "2", "--store", str(db))) == LOG[1:3]
-    assert lines(run("log", "--since", "3", "--store", str(db))) == LOG[:3]  # after rev 3
     assert lines(run("log", "--since", "start", "--store", str(db))) == LOG[:3]
     assert lines(run("log", "--since", at(3), "--store", str(db))) == LOG[:2]  # after it
+    assert lines(run("log", "--until", at(3), "--store", str(db))) == LOG[2:]
+
+
+def test_log_follows_a_file_across_its_renames(db: Path, store: Store) -> None:
+    followed = lines(run("log", "notes/c.md", "--follow", "--store", str(db)))
+    assert followed == [LOG[1], LOG[3], LOG[4]]
+    result = run("log", "--follow", "--store", str(db))
+    assert result.exit_code == 2 and "--follow needs the PATH" in result.stderr
+
+
+def test_log_files_lists_each_operations_changes(db: Path, store: Store) -> None:
+    shown = lines(run("log", "--files", "--limit", "2", "--store", str(db)))
+    assert shown == [
+        LOG[0],
+        "    delete  notes/b.md",
+        LOG[1],
+        "    rename  notes/a.md -> notes/c.md  (revision 5)",
+    ]
 
 
 def test_log_since_a_duration_counts_back_from_now(db: Path, store: Store) -> None:
     store.clock = lambda: time.time_ns() - 30 * 60 * 10**9  # half an hour ago
     store.write("recent.md", b"r", author="carol")
     shown = lines(run("log", "--since", "2h", "--store", str(db)))
-    assert [line.split("  ")[4] for line in shown] == ["recent.md"]
+    assert shown == [shown[0]] and shown[0].endswith("carol  created recent.md")
 
 
 def test_log_json_has_the_fields_scripts_use(db: Path, store: Store) -> None:
     records = [json.loads(line) for line in lines(run("log", "--json", "--store", str(db)))]
     assert records[1] == {
-        "seq": 5,
-        "rev": 5,
+        "id": 4,
+        "actor": "agent:bob",
+        "detail": "",
+        "label": "",
         "time": T0 + 240.0,
-        "time_ns": (T0 + 240) * 10**9,
-        "author": "agent:bob",
-        "op": "rename",
-        "kind": "rename",
-        "path": "notes/c.md",
-        "old_path": "notes/a.md",
-        "size": 14,
-        "sha256": hashlib.sha256(b"one\nTWO\nthree\n").hexdigest(),
+        "start_ns": (T0 + 240) * 10**9,
+        "end_ns": (T0 + 240) * 10**9,
+        "summary": "agent:bob: renamed notes/a.md -> notes/c.md",
+        "counts": {"rename": 1},
+        "top": "notes",
+        "changes": [{"path": "notes/c.md", "action": "rename", "rev": 5, "old_path": "notes/a.md"}],
     }
-    assert [r["seq"] for r in records] == [6, 5, 4, 3, 2, 1]
+    assert [r["id"] for r in records] == [5, 4, 3, 2, 1]
+    assert records[4]["changes"] == [
+        {"path": "notes", "action": "mkdir", "rev": 1},
+        {"path": "notes/a.md", "action": "create", "rev": 2},
+    ]
 
 
 def test_a_bad_since_is_a_usage_error(db: Path, store: Store) -> None:

@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 from memfs.cli import main
 from memfs.errors import Redacted
+from memfs.history.operations import operations
 from memfs.store import Store, open_store
 from tests.fixtures.mount import MountHandle, wait_for
 from tests.store_contract.common import tree
@@ -51,7 +52,8 @@ def test_restore_puts_a_revision_back_as_a_new_one(db: Path, store: Store) -> No
     first = store.write("a.md", b"v1", author="alice").rev
     store.write("a.md", b"v2", author="bob")
     assert ok(run(db, "restore", "a.md", "--rev", str(first))) == [
-        f"restored a.md from revision {first} as revision {first + 2}"
+        f"restored a.md from revision {first} as revision {first + 2};"
+        f" undo it with: {again(db, 'undo', '3')}"
     ]
     assert store.read("a.md")[0] == b"v1"
     assert store.history("a.md")[0].author.startswith(ME.format("restore"))
@@ -122,8 +124,11 @@ def test_restore_to_a_checkpoint_dry_run_then_for_real(db: Path, agent_day: Stor
     ]
     assert "scratch" in tree(agent_day)  # a dry run changes nothing
     done = ok(run(db, "restore", "--to", "morning"))
+    op = agent_day.operations(limit=1)[0]
+    assert op.actor.startswith(ME.format("restore")) and op.label == "memfs restore"
     assert done == [line.removeprefix("would ") for line in planned[:-1]] + [
-        f"returned the tree to morning with 4 changes; undo it with: {again(db, 'undo')}"
+        "returned the tree to morning with 4 changes;"
+        f" undo it with: {again(db, 'undo', str(op.id))}"
     ]
     assert tree(agent_day) == {
         "notes": ("dir", None),
@@ -132,7 +137,7 @@ def test_restore_to_a_checkpoint_dry_run_then_for_real(db: Path, agent_day: Stor
     }
     assert ok(run(db, "restore", "--to", "morning")) == ["the tree is already as it was at morning"]
     # The restore was one operation: one undo takes the agent's state back whole.
-    ok(run(db, "undo"))
+    ok(run(db, "undo", str(op.id)))
     assert tree(agent_day)["notes/new.md"] == ("file", b"new") and "scratch" in tree(agent_day)
 
 
@@ -147,48 +152,68 @@ def test_restore_a_subtree_to_a_revision_leaves_the_rest(db: Path, agent_day: St
 
 
 # --- undo --------------------------------------------------------------------------------------
-def test_undo_by_author_leaves_a_later_edit_alone(db: Path, agent_day: Store) -> None:
+def test_undo_takes_one_operation_back_whole_or_changes_nothing(db: Path, agent_day: Store) -> None:
     agent_day.write("notes/new.md", b"a person's edit", author="carol")
-    lines = ok(run(db, "undo", "--author", "agent:bob", "--last", "4"))
-    assert lines == [
-        "undid  delete  notes/keep.md  by agent:bob",
-        "undid  mkdir  scratch  by agent:bob",
-        "conflict  create  notes/new.md  by agent:bob  ('notes/new.md' was changed since)",
-        "undid  modify  notes/edit.md  by agent:bob",
-        f"3 undone, 1 conflicts; undo it with: {again(db, 'undo')}",
+    ops = {op.summary: op.id for op in operations(agent_day, limit=1000)}
+    new = ops["agent:bob: created notes/new.md"]
+    refused = run(db, "undo", str(new))
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines() == [
+        f"memfs undo: operation {new} (agent:bob: created notes/new.md) cannot be taken"
+        " back whole:",
+        "  'notes/new.md' was changed since",
+        "Error: nothing was changed; take back what can be with --force",
     ]
-    assert tree(agent_day) == {
-        "notes": ("dir", None),
-        "notes/keep.md": ("file", b"keep"),
-        "notes/edit.md": ("file", b"before"),
-        "notes/new.md": ("file", b"a person's edit"),
-    }
+    assert agent_day.read("notes/new.md")[0] == b"a person's edit"
+    edit = ops["agent:bob: edited notes/edit.md"]
+    lines = ok(run(db, "undo", str(edit)))
+    undone = agent_day.operations(limit=1)[0]
+    assert lines == [
+        f"undid operation {edit} (agent:bob: edited notes/edit.md) as operation {undone.id};"
+        f" undo it with: {again(db, 'undo', str(undone.id))}"
+    ]
+    assert agent_day.read("notes/edit.md")[0] == b"before"
+    assert undone.label == "memfs undo" and undone.detail == f"undo of operation {edit}"
+    # Undoing the undo redoes.
+    ok(run(db, "undo", str(undone.id)))
+    assert agent_day.read("notes/edit.md")[0] == b"after"
+
+
+def test_undo_of_the_last_operations_by_an_actor(db: Path, agent_day: Store) -> None:
+    lines = ok(run(db, "undo", "--actor", "agent:bob", "--last", "2"))
+    assert lines[0].startswith("undid operation ")
+    assert tree(agent_day)["notes/keep.md"] == ("file", b"keep")  # the delete undone
+    assert "scratch" not in tree(agent_day)  # the mkdir undone
+    assert tree(agent_day)["notes/new.md"] == ("file", b"new")  # not chosen: stays
 
 
 def test_undo_dry_run_and_json_change_nothing(db: Path, agent_day: Store) -> None:
     seq = agent_day.last_seq()
+    last = agent_day.operations(limit=1)[0]
     assert ok(run(db, "undo", "--dry-run")) == [
-        "would undo  delete  notes/keep.md  by agent:bob",
-        "1 would be undone, 0 conflicts",
+        f"would undo operation {last.id} (agent:bob: deleted notes/keep.md): 1 changes",
+        "  delete  notes/keep.md",
     ]
-    records = [
-        json.loads(line) for line in ok(run(db, "undo", "--dry-run", "--json", "--last", "2"))
-    ]
-    assert [(r["op"], r["path"], r["result"]) for r in records] == [
-        ("delete", "notes/keep.md", "done"),
-        ("mkdir", "scratch", "done"),
-    ]
+    record = json.loads(ok(run(db, "undo", "--dry-run", "--json", "--last", "2"))[0])
+    assert record["would_undo"] == [last.id, last.id - 1] and record["done"] is False
     assert agent_day.last_seq() == seq
 
 
-def test_undo_since_a_checkpoint_and_a_recursive_delete_as_one(db: Path, store: Store) -> None:
-    store.write("d/a", b"a", author="x", parents=True)
+def test_undo_of_a_recursive_delete_brings_every_file_back(db: Path, store: Store) -> None:
+    store.write("d/a", b"a", author="x", parents=True, mode=0o640)
     store.write("d/e/b", b"b", author="x", parents=True)
     before = tree(store)
     store.delete("d", author="agent", recursive=True)  # one operation, four records
-    assert ok(run(db, "undo"))[-1].startswith("4 undone, 0 conflicts")
+    ok(run(db, "undo"))
     assert tree(store) == before
-    assert ok(run(db, "undo", "--since", "999999")) == ["nothing to undo"]
+    assert store.stat("d/a").mode == 0o640
+
+
+def test_undo_of_an_unknown_operation_is_one_line(db: Path, store: Store) -> None:
+    store.write("a", b"a", author="x")
+    result = run(db, "undo", "999")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: there is no operation 999 (in the store {db})\n"
 
 
 # --- checkpoints and redaction -----------------------------------------------------------------
@@ -256,7 +281,6 @@ def test_a_live_mount_shows_the_restored_tree_at_once(memfs_mount: MountHandle) 
         text=True,
         timeout=60,
     )
-    assert [line.split("  ")[3:5] for line in shown.stdout.splitlines()] == [
-        ["restore", "plan.md"],
-        ["restore", "junk.md"],
-    ]
+    first = shown.stdout.splitlines()[0].split("  ")
+    assert first[2].startswith("memfs restore (user ")
+    assert first[3] == "memfs restore: edited plan.md, deleted junk.md"

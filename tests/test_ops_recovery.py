@@ -20,7 +20,7 @@ from memfs.errors import NotFound
 from memfs.store import open_store
 from memfs.store.base import Store
 from tests.fixtures.mount import sqlite_url, wait_for
-from tests.fixtures.ops import Kernel, crash
+from tests.fixtures.ops import Kernel, actor, crash
 from tests.fixtures.postgres import PgCluster
 
 MakeKernel = Callable[..., Kernel]
@@ -71,7 +71,7 @@ def test_what_a_dead_daemon_acknowledged_is_saved_by_the_next_one(
     assert other.read("notes.md")[0] == b"01AB4567"
     assert other.read("log.md")[0] == b"a\ntheirs\nmine\n"  # still an append: rebased
     for path in ("new.md", "notes.md", "log.md"):
-        assert authors(other, path)[-1] == f"vim (pid {vim})", path
+        assert authors(other, path)[-1] == actor("vim"), path
     assert not any(name.startswith(f"{vim}-") for name in journals(k))
     k2.ops.shutdown()
     assert journals(k) == []  # nothing pending anywhere: no journal left
@@ -112,7 +112,7 @@ def test_a_committed_append_is_never_applied_twice(
     recovered = k2.ops.recover()
     assert recovered == (["log.md"] if die.startswith("before") else [])
     assert other.read("log.md")[0] == after
-    assert authors(other, "log.md").count(f"sh (pid {sh})") == 1
+    assert authors(other, "log.md").count(actor("sh")) == 1
 
 
 # --- the store going away -----------------------------------------------------------------

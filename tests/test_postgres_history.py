@@ -34,11 +34,10 @@ def test_log_checkpoint_restore_and_undo_on_a_server_tree(pg_cluster: PgCluster,
         store.write("notes/plan.md", b"broken\n", author="agent:bob")
         store.write("notes/junk.md", b"junk\n", author="agent:bob")
         records = [json.loads(line) for line in run(url, "log", "--json").output.splitlines()]
-        assert [(r["op"], r["path"], r["author"]) for r in records] == [
-            ("create", "notes/junk.md", "agent:bob"),
-            ("modify", "notes/plan.md", "agent:bob"),
-            ("create", "notes/plan.md", "alice"),
-            ("mkdir", "notes", "alice"),
+        assert [(r["actor"], r["summary"]) for r in records] == [
+            ("agent:bob", "agent:bob: created notes/junk.md"),
+            ("agent:bob", "agent:bob: edited notes/plan.md"),
+            ("alice", "alice: made directory notes, created notes/plan.md"),
         ]
         done = run(url, "restore", "--to", "good").output.splitlines()
         assert done[-1].startswith("returned the tree to good with 2 changes")

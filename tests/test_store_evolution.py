@@ -1,77 +1,75 @@
-"""Schema evolution written once (memfs.store.evolution): one step migrates an existing
-SQLite file and an existing PostgreSQL database alike, and the stores go on working."""
+"""Schema evolution written once (memfs.store.evolution): stores the previous release
+made, an SQLite file and a PostgreSQL database (tests/fixtures/stores/, written by memfs
+as released on 2026-12-01, before the operation log), open and are migrated alike: every
+old change in an operation, grouped as that release's undo grouped them (one author,
+one time), their priors marked unknown, and the stores go on working."""
 
 from __future__ import annotations
 
-import sqlite3
+import shutil
 from pathlib import Path
 
-import pytest
+from memfs.store import open_store
+from memfs.store.base import Store
+from tests.fixtures.postgres import SUPERUSER, PgCluster
 
-from memfs.store import open_store, postgres_schema, sqlite_schema
-from memfs.store.evolution import Ddl
-from tests.fixtures.postgres import PgCluster
-
+FIXTURES = Path(__file__).parent / "fixtures" / "stores"
 A = "tester"
 
+# The release's store: its 17 changes, by operation as its undo grouped them.
+GROUPS = [
+    ("vim (pid 812)", ["mkdir notes", "create notes/todo.md"]),
+    ("vim (pid 812)", ["modify notes/todo.md"]),
+    ("memfs (pid 90)", ["create notes/plan.md"]),
+    ("memfs (pid 90)", ["rename notes/plan-v2.md"]),
+    ("memfs (pid 90)", ["mkdir many", "create many/a.md", "create many/b.md",
+                        "mkdir many/sub", "create many/sub/c.md"]),
+    ("rm (pid 29402)", ["delete many/sub/c.md", "rmdir many/sub", "delete many/b.md",
+                        "delete many/a.md", "rmdir many"]),
+    ("vim (pid 812)", ["symlink notes/.#todo.md"]),
+    ("vim (pid 812)", ["attr notes/todo.md"]),
+]  # fmt: skip
 
-def operations(ddl: Ddl) -> list[str]:
-    """The kind of step the next schema adds: a table kept per tree, a feed column."""
-    return [
-        f"CREATE TABLE operations ({ddl.tree_key}id {ddl.integer} NOT NULL,"
-        f" author {ddl.text} NOT NULL, note {ddl.blob}, PRIMARY KEY ({ddl.tree_column}id))",
-        f"ALTER TABLE changes ADD COLUMN op {ddl.integer}",
-    ]
+
+def _check_migrated(store: Store) -> None:
+    ops = list(reversed(store.operations(limit=None)))
+    assert [(o.actor, o.changes) for o in ops] == [(a, len(g)) for a, g in GROUPS]
+    for op, (_, kinds) in zip(ops, GROUPS, strict=True):
+        records = store.changes(op=op.id)
+        assert [f"{c.kind} {c.path}" for c in records] == kinds
+        assert {c.prior_kind for c in records} == {"?"}  # not recorded then
+        assert (op.first_seq, op.last_seq) == (records[0].seq, records[-1].seq)
+    assert store.read("notes/todo.md")[0] == b"- milk\n- eggs\n"
+    # It goes on: a new change is a new operation, numbered after the old ones.
+    store.write("notes/todo.md", b"- milk\n", author=A)
+    newest = store.operations(limit=1)[0]
+    assert newest.id == ops[-1].id + 1 and newest.actor == A
+    (change,) = store.changes(op=newest.id)
+    assert change.prior_kind == "file" and change.prior_sha256 is not None
 
 
-def test_one_step_migrates_an_sqlite_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "m.db"
+def test_a_store_of_the_previous_release_migrates(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    shutil.copy(FIXTURES / "release-2026-12-01.db", path)
     with open_store(path) as store:
-        store.write("a.md", b"before\n", author=A)
-    current = list(sqlite_schema.MIGRATIONS)
-    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [*current, sqlite_schema._shared(operations)])
-    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", len(current) + 1)
-    with open_store(path) as store:
-        assert store.read("a.md")[0] == b"before\n"
-        store.write("a.md", b"after\n", author=A)
-        assert [c.kind for c in store.changes()] == ["create", "modify"]
-    db = sqlite3.connect(path)
-    try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == len(current) + 1
-        columns = [row[1] for row in db.execute("PRAGMA table_info(changes)")]
-        assert columns[-1] == "op"
-        assert db.execute("SELECT count(*) FROM operations").fetchone()[0] == 0
-    finally:
-        db.close()
+        _check_migrated(store)
+    with open_store(path) as store:  # and opens again as it is
+        assert len(store.operations(limit=None)) == len(GROUPS) + 1
 
 
-def test_one_step_migrates_a_postgresql_database(
-    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pg_cluster.psql("DROP DATABASE IF EXISTS evolution", db="postgres")
-    pg_cluster.psql("CREATE DATABASE evolution", db="postgres")
-    url = pg_cluster.url("t", db="evolution")
+def test_a_postgresql_database_of_the_previous_release_migrates(pg_cluster: PgCluster) -> None:
+    pg_cluster.psql("DROP DATABASE IF EXISTS released", db="postgres")
+    pg_cluster.psql("CREATE DATABASE released", db="postgres")
+    dump = FIXTURES / "release-2026-12-01-pg.sql"
+    pg_cluster._run(
+        "psql", "-h", str(pg_cluster.socket_dir), "-U", SUPERUSER, "-d", "released",
+        "-v", "ON_ERROR_STOP=1", "-q", "-f", str(dump),
+    )  # fmt: skip
+    url = pg_cluster.url("team", db="released")
     with open_store(url) as store:
-        store.write("a.md", b"before\n", author=A)
-    current = list(postgres_schema.MIGRATIONS)
-    shared = [*current, postgres_schema._shared(operations)]
-    monkeypatch.setattr(postgres_schema, "MIGRATIONS", shared)
-    monkeypatch.setattr(postgres_schema, "SCHEMA_VERSION", len(current) + 1)
-    with open_store(url) as store:
-        assert store.read("a.md")[0] == b"before\n"
-        store.write("a.md", b"after\n", author=A)
-        assert [c.kind for c in store.changes()] == ["create", "modify"]
+        _check_migrated(store)
     version = "SELECT value FROM memfs.meta WHERE key = 'schema_version'"
-    assert pg_cluster.psql(version, db="evolution").strip() == str(len(current) + 1)
-    column = (
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'memfs'"
-        " AND table_name = 'changes' ORDER BY ordinal_position DESC LIMIT 1"
-    )
-    assert pg_cluster.psql(column, db="evolution").strip() == "op"
-    key = (
-        "SELECT string_agg(a.attname, ',' ORDER BY k.n) FROM pg_constraint c,"
-        " unnest(c.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a"
-        " ON a.attnum = k.attnum AND a.attrelid = 'memfs.operations'::regclass"
-        " WHERE c.conrelid = 'memfs.operations'::regclass AND c.contype = 'p'"
-    )
-    assert pg_cluster.psql(key, db="evolution").strip() == "tree,id"
+    from memfs.store import postgres_schema
+
+    got = pg_cluster.psql(version, db="released").strip()
+    assert got == str(postgres_schema.SCHEMA_VERSION)

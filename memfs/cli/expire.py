@@ -60,6 +60,7 @@ def expire(
     `memfs restore PATH --rev REV` brings one back. Directories the deletes leave empty
     are removed too.
     """
+    from memfs.history.author import act_for
     from memfs.history.expire import expire as run_expire
     from memfs.history.when import BadWhen, parse_duration
     from memfs.mount.control import nearby
@@ -72,7 +73,11 @@ def expire(
     choice = _choice(path, store_url)
     try:
         stores.require_existing_store(choice)
-        with open_store(choice.url) as store, nearby(store, [""], dry_run=dry_run):
+        with (
+            open_store(choice.url) as store,
+            nearby(store, [""], dry_run=dry_run),
+            store.acting(act_for("expire")),
+        ):
             report = run_expire(store, span, dry_run=dry_run)
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc

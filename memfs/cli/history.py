@@ -26,19 +26,27 @@ def format_revision(r: Revision) -> str:
 @store_option()
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the newest N revisions.")
 @click.option("--show", "show_rev", type=int, metavar="REV", help="Print revision REV's content.")
-def history(path: str, store_url: str | None, limit: int | None, show_rev: int | None) -> None:
+@click.option("--follow", is_flag=True, help="Across the renames that brought the file to PATH.")
+def history(
+    path: str, store_url: str | None, limit: int | None, show_rev: int | None, follow: bool
+) -> None:
     """List the revisions of PATH, newest first: rev, time, author, size, SHA-256.
 
     PATH is a file in a memfs mount, a model path such as /memories/notes.md, or a path
-    in the store such as notes.md. With --show REV, print that revision's content.
+    in the store such as notes.md. With --show REV, print that revision's content; with
+    --follow, the revisions it had under its earlier names too (shown with the name).
     """
+    from memfs.history.follow import lineage
+
     with target(path, store_url) as (store, rel, _):
+        revisions = lineage(store, rel) if follow else store.history(rel, limit)
         if show_rev is not None:
-            click.echo(store.read_revision(rel, show_rev), nl=False)
+            where = next((r.path for r in revisions if r.rev == show_rev), rel)
+            click.echo(store.read_revision(where, show_rev), nl=False)
             return
-        revisions = store.history(rel, limit)
-    for revision in revisions:
-        click.echo(format_revision(revision))
+    for revision in revisions[:limit] if follow else revisions:
+        line = format_revision(revision)
+        click.echo(line if revision.path == rel else f"{line}  (as {revision.path})")
 
 
 COMMANDS = [history]

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 import click
 
 from memfs.cli.common import local_time, store_option, target
-from memfs.history.when import BadWhen, resolve_point
+from memfs.history.steps import Step
+from memfs.history.when import BadWhen, resolve_point, resolve_time
 from memfs.store.base import Store
+
+# "every operation" for the log's queries (the store pages through them itself).
+ALL_OPERATIONS = 2**62
 
 STORE_OPTION = store_option()
 
@@ -26,45 +31,91 @@ def point(store: Store, when: str, option: str = "--since") -> int:
         raise click.BadParameter(str(exc), param_hint=option) from exc
 
 
-def _row(entry_json: dict[str, object]) -> str:
-    path = str(entry_json["path"])
-    if entry_json["old_path"]:
-        path = f"{entry_json['old_path']} -> {path}"
-    rev = entry_json["rev"] if entry_json["rev"] is not None else "-"
-    size = entry_json["size"] if entry_json["size"] is not None else "-"
-    sha = str(entry_json["sha256"])[:12] if entry_json["sha256"] else "-"
-    when = local_time(int(entry_json["time_ns"]))  # type: ignore[call-overload]
-    return f"{rev}  {when}  {entry_json['author']}  {entry_json['op']}  {path}  {size}  {sha}"
+def moment(store: Store, when: str, option: str) -> int:
+    """The moment ``WHEN`` names, or a usage error naming ``option``."""
+    try:
+        return resolve_time(store, when)
+    except BadWhen as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from exc
+
+
+def _step_line(step: Step) -> str:
+    where = f"{step.old_path} -> {step.path}" if step.old_path is not None else step.path or "/"
+    rev = f"  (revision {step.rev})" if step.rev is not None and step.after is not None else ""
+    return f"    {step.action}  {where}{rev}"
+
+
+def _step_json(step: Step) -> dict[str, object]:
+    out: dict[str, object] = {"path": step.path, "action": step.action, "rev": step.rev}
+    if step.old_path is not None:
+        out["old_path"] = step.old_path
+    return out
 
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.option("--since", "when", metavar="WHEN", help="Only after a revision, time or span (2h).")
-@click.option("--author", metavar="TEXT", help="Only changes whose author contains TEXT.")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N changes.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--since", "since", metavar="WHEN", help="Only operations after WHEN (2h, a time).")
+@click.option("--until", "until", metavar="WHEN", help="Only operations up to WHEN.")
+@click.option(
+    "--actor",
+    "--author",
+    "actor",
+    metavar="TEXT",
+    help="Only operations whose actor contains TEXT (--author is an alias).",
+)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N operations.")
+@click.option("--files", is_flag=True, help="Each operation's changes under it.")
+@click.option("--follow", is_flag=True, help="With PATH: across the renames that brought it there.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per operation.")
 @STORE_OPTION
 def log(
     path: str | None,
-    when: str | None,
-    author: str | None,
+    since: str | None,
+    until: str | None,
+    actor: str | None,
     limit: int | None,
+    files: bool,
+    follow: bool,
     as_json: bool,
     store_url: str | None,
 ) -> None:
-    """The changes of the tree (or under PATH), newest first: revision, time, author,
-    operation, path, size and short hash.
+    """The operations of the tree (or that touched PATH), newest first: id, time, actor
+    and what it did ("rm: deleted 5,000 files in many/").
 
-    WHEN is a revision number, a checkpoint, an ISO time (2026-11-30T12:00) or a
-    duration (2h, 3d).
+    An operation is one memory command of a model, one memfs command, or one process's
+    burst of changes through a mount. WHEN is a duration (2h, 3d), an ISO time
+    (2026-11-30T12:00), a checkpoint or a revision number.
     """
-    from memfs.history.log import log as read_log
+    from memfs.history.follow import names_of
+    from memfs.history.operations import operation_steps, operations
 
+    if follow and path is None:
+        raise click.UsageError("--follow needs the PATH of a file")
     with target(path, store_url) as (store, rel, _):
-        since = 0 if when is None else point(store, when)
-        for entry in read_log(store, rel, since_seq=since, author=author, limit=limit):
-            record = entry.as_json()
-            click.echo(json.dumps(record) if as_json else _row(record))
+        since_ns = None if since is None else moment(store, since, "--since") + 1
+        until_ns = None if until is None else moment(store, until, "--until")
+        paths = names_of(store, rel) if follow else [rel]
+        shown: list[Any] = []
+        for where in paths:
+            shown += operations(
+                store, path=where, actor=actor, since_ns=since_ns, until_ns=until_ns,
+                limit=limit or ALL_OPERATIONS,
+            )  # fmt: skip
+        unique = {op.id: op for op in shown}
+        ordered = sorted(unique.values(), key=lambda op: op.id, reverse=True)[:limit]
+        for op in ordered:
+            steps = operation_steps(store, op.id) if files or as_json else []
+            if as_json:
+                record = op.as_json()
+                record["changes"] = [_step_json(s) for s in steps]
+                click.echo(json.dumps(record))
+                continue
+            detail = f"  ({op.detail})" if op.detail else ""
+            # The summary leads with who did it; the actor's column says that already.
+            what = op.summary.removeprefix(f"{op.actor}: ")
+            click.echo(f"{op.id}  {local_time(op.start_ns)}  {op.actor}  {what}{detail}")
+            for step in steps:
+                click.echo(_step_line(step))
 
 
 _STYLES = {"+": "green", "-": "red", "@": "cyan"}

@@ -1,8 +1,8 @@
-"""``memfs restore``, ``undo``, ``checkpoint`` and ``redact``: ways back, each an
-ordinary change of the tree authored ``memfs <command> (user NAME)``.
+"""``memfs restore``, ``undo``, ``checkpoint`` and ``redact``: ways back, each one
+operation of the tree by ``memfs <command> (user NAME)``.
 
-A restore of the tree and an undo are one batch each, so one ``memfs undo`` reverts
-them whole; each prints that hint.
+A restore and an undo are one operation each, all or nothing, so ``memfs undo ID``
+takes them back whole; each prints that hint with its id.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from memfs.cli import stores
 from memfs.cli.common import local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
-from memfs.history.author import author_for
+from memfs.history.author import act_for, author_for
 from memfs.store import shown_url
 
 _VERBS = {
@@ -35,8 +35,9 @@ def _again(choice: StoreChoice, *args: str) -> str:
     return command(*args, "--store", shown_url(choice.url))
 
 
-def _undo_hint(choice: StoreChoice) -> str:
-    return f"undo it with: {_again(choice, 'undo')}"
+def _undo_hint(choice: StoreChoice, op: int | None) -> str:
+    args = ("undo",) if op is None else ("undo", str(op))
+    return f"undo it with: {_again(choice, *args)}"
 
 
 @click.command()
@@ -79,19 +80,23 @@ def restore(
     from memfs.mount.control import nearby
 
     author = author_for("restore")
+    act = act_for("restore")
     with target(path, store_url) as (store, rel, choice):
         if rev is not None:
-            with nearby(store, [rel]):
+            with nearby(store, [rel]), store.acting(act):
                 entry = restore_file(store, rel, rev, author=author)
             if as_json:
                 record = {"path": rel, "action": "write", "from_rev": rev, "rev": entry.rev}
                 click.echo(json.dumps(record))
             else:
-                click.echo(f"restored {rel} from revision {rev} as revision {entry.rev}")
+                click.echo(
+                    f"restored {rel} from revision {rev} as revision {entry.rev};"
+                    f" {_undo_hint(choice, act.id)}"
+                )
             return
         assert to is not None
         seq = point(store, to, "--to")
-        with nearby(store, [rel], dry_run=dry_run):
+        with nearby(store, [rel], dry_run=dry_run), store.acting(act):
             plan = restore_tree(store, seq, rel, author=author, dry_run=dry_run)
         if as_json:
             for kind in ("delete", "rmdir", "mkdir", "write", "unavailable", "symlinks"):
@@ -113,74 +118,112 @@ def restore(
             click.echo(f"{where} is already as it was at {to}")
         else:
             click.echo(
-                f"returned {where} to {to} with {plan.changes} changes; {_undo_hint(choice)}"
+                f"returned {where} to {to} with {plan.changes} changes;"
+                f" {_undo_hint(choice, act.id)}"
             )
 
 
 @click.command()
-@click.option("--author", metavar="TEXT", help="Only changes whose author contains TEXT.")
-@click.option("--last", type=click.IntRange(min=1), metavar="N", help="The last N operations.")
+@click.argument("op_id", required=False, type=click.IntRange(min=1), metavar="[ID]")
 @click.option(
-    "--since", "when", metavar="WHEN", help="Every change after a revision, time or span."
+    "--actor",
+    "--author",
+    "actor",
+    metavar="TEXT",
+    help="Only operations whose actor contains TEXT (--author is an alias).",
 )
-@click.option("--dry-run", is_flag=True, help="Print what would be undone, change nothing.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per change.")
+@click.option(
+    "--last",
+    "last",
+    type=click.IntRange(min=1),
+    is_flag=False,
+    flag_value=1,
+    metavar="[N]",
+    help="The last operation (or the last N) [default without ID].",
+)
+@click.option("--since", "when", metavar="WHEN", help="Every operation after WHEN (2h, a time).")
+@click.option("--force", is_flag=True, help="Take back what can be, despite later changes.")
+@click.option("--dry-run", is_flag=True, help="Print what would be taken back, change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object saying what happened.")
 @STORE_OPTION
 def undo(
-    author: str | None,
+    op_id: int | None,
+    actor: str | None,
     last: int | None,
     when: str | None,
+    force: bool,
     dry_run: bool,
     as_json: bool,
     store_url: str | None,
 ) -> None:
-    """Revert the chosen changes (default: the last operation), newest first.
+    """Take back operation ID whole, as one new operation (default: the last one).
 
-    A change whose file was changed since by someone else is left alone and reported
-    as a conflict, never overwritten.
+    An operation is one memory command, one memfs command, or one process's burst of
+    changes through a mount (an rm -rf, a git checkout). All or nothing: when a path it
+    would change was changed since by someone else, the conflicts are listed and
+    nothing changes, unless --force. Undoing an undo redoes it.
     """
-    from memfs.history.undo import select
-    from memfs.history.undo import undo as run_undo
+    from memfs.cli.log import moment
+    from memfs.history.operations import operation, operations, undo_operations
+    from memfs.mount.control import nearby
 
+    if op_id is not None and (last is not None or when is not None or actor is not None):
+        raise click.UsageError("give an operation ID, or choose with --last/--since/--actor")
     with target(None, store_url) as (store, _, choice):
-        since = None if when is None else point(store, when)
-        chosen = select(store, author=author, last=last, since_seq=since)
+        if op_id is not None:
+            chosen = [operation(store, op_id)]  # NotFound: one line at the CLI's edge
+        else:
+            since_ns = None if when is None else moment(store, when, "--since") + 1
+            count = None if when is not None and last is None else (last or 1)
+            chosen = operations(store, actor=actor, since_ns=since_ns, limit=count or 2**62)
         if not chosen:
-            click.echo("nothing to undo")
-            return
-        from memfs.mount.control import nearby
-
-        touched = {p for c in chosen for p in (c.path, c.old_path) if p is not None}
-        with nearby(store, sorted(touched), dry_run=dry_run):
-            report = run_undo(store, chosen, author=author_for("undo"), dry_run=dry_run)
-    for outcome in report.outcomes:
-        change = outcome.change
-        path = change.path if change.old_path is None else f"{change.old_path} -> {change.path}"
-        if as_json:
-            record = {
-                "seq": change.seq,
-                "op": change.kind,
-                "path": change.path,
-                "old_path": change.old_path,
-                "author": change.author,
-                "result": outcome.result,
-                "why": outcome.why,
-            }
-            click.echo(json.dumps(record))
-            continue
-        verb = {"done": "would undo" if dry_run else "undid"}.get(outcome.result, outcome.result)
-        why = f"  ({outcome.why})" if outcome.why else ""
-        click.echo(f"{verb}  {change.kind}  {path}  by {change.author}{why}")
+            raise click.ClickException("nothing to undo: no operation matches")
+        ids = [op.id for op in chosen]
+        touched = sorted({p for op in chosen for p in (op.top,)})
+        with nearby(store, touched, dry_run=dry_run):
+            result = undo_operations(
+                store, ids, actor=author_for("undo"), force=force, dry_run=dry_run
+            )
+    names = ", ".join(f"{op.id} ({op.summary})" for op in chosen)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "undone": ids if result.done else [],
+                    "would_undo": ids if dry_run else [],
+                    "conflicts": result.conflicts,
+                    "done": result.done,
+                    "new_op": result.new_op,
+                    "changes": result.made,
+                }
+            )
+        )
+    if result.conflicts and not result.done:
+        if not as_json:
+            click.echo(f"memfs undo: operation {names} cannot be taken back whole:", err=True)
+            for why in result.conflicts:
+                click.echo(f"  {why}", err=True)
+        raise click.ClickException(
+            "nothing was changed; take back what can be with --force"
+            if not dry_run
+            else "it could not be taken back now"
+        )
     if as_json:
         return
-    done, conflicts = report.count("done"), report.count("conflict")
-    summary = f"{done} {'would be ' if dry_run else ''}undone, {conflicts} conflicts"
-    others = len(report.outcomes) - done - conflicts
-    if others:
-        summary += f", {others} not undoable"
-    if not dry_run and report.made:
-        summary += f"; {_undo_hint(choice)}"
-    click.echo(summary)
+    if dry_run:
+        click.echo(f"would undo operation {names}: {len(result.steps)} changes")
+        for step in result.steps:
+            where = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
+            click.echo(f"  {step.action}  {where}")
+        return
+    if not result.done:
+        click.echo(f"operation {names} changed nothing to take back")
+        return
+    click.echo(
+        f"undid operation {names} as operation {result.new_op}; {_undo_hint(choice, result.new_op)}"
+    )
+    for why in result.conflicts:  # with --force: what stayed as it is now
+        click.echo(f"  left as it is: {why}")
 
 
 def _check_name(name: str) -> None:
@@ -257,7 +300,7 @@ def redact(path: str, rev: int, as_json: bool, store_url: str | None) -> None:
     Every retained revision with the same content is redacted with it; their records
     stay, saying who redacted them and when.
     """
-    with target(path, store_url) as (store, rel, _):
+    with target(path, store_url) as (store, rel, _), store.acting(act_for("redact")):
         redacted = store.redact(rel, rev, author=author_for("redact"))
     for revision in redacted:
         if as_json:

@@ -136,6 +136,7 @@ def import_cmd(
     such tree, or the folder of the SDK's BetaLocalFilesystemMemoryTool (its base path or
     its memories/ directory). All or nothing: an entry memfs would refuse, or a file
     that exists with other content (without --overwrite), refuses the whole import."""
+    from memfs.history.author import act_for
     from memfs.history.transfer import import_tree
     from memfs.mount.control import nearby
     from memfs.store import open_store
@@ -151,6 +152,7 @@ def import_cmd(
             open_store(choice.url) as store,
             _Bar("import", quiet) as bar,
             nearby(store, [rel or ""]),
+            store.acting(act_for("import")),
         ):
             result = import_tree(
                 store, src, prefix=rel, overwrite=overwrite, history=history, progress=bar

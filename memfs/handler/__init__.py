@@ -224,7 +224,10 @@ class MemoryHandler:
             note = self._screen_name(name, fields, gated) + self._screen(name, fields)
             if isinstance(self._tree, StoreTree):
                 self._tree.settle(*gated.values())
-            result = self._dispatch[name](fields, gated)
+                with self._tree.command(name):
+                    result = self._dispatch[name](fields, gated)
+            else:
+                result = self._dispatch[name](fields, gated)
             if note and not result.is_error:
                 return Result(f"{result.content}{note}", False)
             return result

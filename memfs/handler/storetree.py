@@ -31,7 +31,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol, TypeVar
 
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotADirectory, NotFound
@@ -46,7 +46,7 @@ from memfs.handler.backend import (
     TooBigToRead,
 )
 from memfs.paths import MemPath
-from memfs.store.base import Entry, Store
+from memfs.store.base import Act, Entry, Store
 
 T = TypeVar("T")
 
@@ -135,6 +135,10 @@ class StoreTree:
     def settle(self, *paths: MemPath) -> None:
         """Have the mount commit what it holds pending for these paths (and below)."""
         self.neighbours.settle([self._at(p) for p in paths])
+
+    def command(self, name: str) -> AbstractContextManager[None]:
+        """Around one memory command: every change it makes is one operation."""
+        return self.store.acting(Act(self.actor, detail=f"memory {name}"))
 
     # --- the Backend protocol ---------------------------------------------------------
     @contextmanager
@@ -274,10 +278,8 @@ class StoreTree:
     def _mutate(self, mutation: Callable[[], T]) -> T:
         """Run one store mutation, remember the feed records it made, and have the
         mount show them."""
-        store = self.store
-        before = store.last_seq()
         result = mutation()
-        mine = [c.seq for c in store.changes(since=before) if c.author == self.actor]
+        mine = self.store.appended()
         self.own_seqs.extend(mine)
         if mine:
             self.neighbours.show(mine[-1])

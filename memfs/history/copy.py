@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from memfs.errors import NotFound, StoreError
-from memfs.store.base import Change, Entry, Store
+from memfs.store.base import Act, Change, Entry, Store
 
 BATCH = 200
 Progress = Callable[[int, int], None]  # (changes done, changes in all)
@@ -47,12 +47,15 @@ def copy_store(src: Store, dst: Store, *, progress: Progress | None = None) -> i
     report(0, total)
     done = 0
     original_clock = dst.clock
+    # Each operation of the source is one of the destination, by the same actor.
+    acts: dict[int, Act] = {}
     try:
         for chunk in _chunks(src, stops=set(marks)):
             with dst.batch():
                 for change in chunk:
                     dst.clock = _at(change.time_ns)
-                    _replay(src, dst, change)
+                    with dst.acting(_act(src, change, acts)):
+                        _replay(src, dst, change)
             done = chunk[-1].seq
             for checkpoint in [marks[s] for s in marks if s <= done]:
                 dst.clock = _at(checkpoint.time_ns)
@@ -70,6 +73,20 @@ def copy_store(src: Store, dst: Store, *, progress: Progress | None = None) -> i
         dst.clock = original_clock
     report(total, total)
     return done
+
+
+def _act(src: Store, change: Change, acts: dict[int, Act]) -> Act:
+    if change.op is None:
+        return Act(change.author)
+    act = acts.get(change.op)
+    if act is None:
+        try:
+            op = src.operation(change.op)
+            act = Act(op.actor, detail=op.detail, label=op.label)
+        except NotFound:
+            act = Act(change.author)
+        acts[change.op] = act
+    return act
 
 
 def _at(time_ns: int) -> Callable[[], int]:

@@ -11,6 +11,7 @@ import difflib
 from collections.abc import Iterator
 
 from memfs.errors import NotFound
+from memfs.history.follow import lineage
 from memfs.history.timeline import Node, then_and_now
 from memfs.store.base import Store
 
@@ -42,27 +43,37 @@ def unified(old: bytes | None, new: bytes | None, old_name: str, new_name: str) 
 def file_diff(
     store: Store, path: str, old_rev: int | None = None, new_rev: int | None = None
 ) -> list[str]:
-    """``path``'s revision ``old_rev`` against ``new_rev`` (default: its previous
-    revision against its current content; the current content against nothing for a
-    deleted path)."""
-    if old_rev is None:
-        if new_rev is not None:
-            older = [r for r in store.history(path) if r.rev < new_rev]
-        else:
-            older = store.history(path, limit=2)[1:]
-        old_rev = older[0].rev if older else None
-    old = store.read_revision(path, old_rev) if old_rev is not None else None
+    """The file at ``path``'s revision ``old_rev`` against ``new_rev``, its revisions
+    followed across the renames that brought it there (default: the revision before
+    its last change of content against its current content; the current content
+    against nothing for a deleted path). A revision that only moved the content (a
+    rename's arrival) is not a change of content."""
+    revisions = lineage(store, path)
+    by_rev = {r.rev: r for r in revisions}
+    for asked in (old_rev, new_rev):
+        if asked is not None and asked not in by_rev:
+            raise NotFound(f"revision {asked} of '{path}' is not retained", path=path)
     if new_rev is not None:
-        new: bytes | None = store.read_revision(path, new_rev)
-        new_name = f"b/{path}@{new_rev}"
+        newest = by_rev[new_rev]
+        new: bytes | None = store.read_revision(newest.path, new_rev)
+        new_name = f"b/{newest.path}@{new_rev}"
+        new_sha: str | None = newest.sha256
     else:
         try:
             new = store.read(path)[0]
         except NotFound:
             new = None
         new_name = f"b/{path}"
-    old_name = f"a/{path}@{old_rev}" if old_rev is not None else NULL
-    return unified(old, new, old_name, new_name)
+        new_sha = revisions[0].sha256 if new is not None and revisions else None
+    if old_rev is None:
+        below = new_rev if new_rev is not None else revisions[0].rev + 1 if revisions else 0
+        older = [r for r in revisions if r.rev < below and r.sha256 != new_sha]
+        old_rev = older[0].rev if older else None
+    if old_rev is None:
+        return unified(None, new, NULL, new_name)
+    oldest = by_rev[old_rev]
+    old = store.read_revision(oldest.path, old_rev)
+    return unified(old, new, f"a/{oldest.path}@{old_rev}", new_name)
 
 
 def _content(store: Store, node: Node | None) -> bytes | None:

@@ -107,3 +107,13 @@ def lineage(store: Store, path: str) -> list[Revision]:
             revisions.append(revision)
     revisions.sort(key=lambda r: r.rev, reverse=True)
     return revisions
+
+
+def names_of(store: Store, path: str) -> list[str]:
+    """``path`` and the names the file (or directory) now there had before, through the
+    renames that brought it there, newest first."""
+    names: list[str] = []
+    for segment in segments(store, path):
+        if segment.path not in names:
+            names.append(segment.path)
+    return names

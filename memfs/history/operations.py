@@ -12,7 +12,7 @@ folded away), and takes one back whole (:func:`undo_operation`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memfs.errors import Conflict, NotFound, Redacted, StoreError
 from memfs.history.steps import UNKNOWN, State, Step, after_of, fold, prior_of
@@ -22,6 +22,8 @@ from memfs.store.base import Operation as StoredOperation
 # An operation of more records than this is summed up from its first ones only
 # (a log page must not read a 5,000-file delete whole to say what it was).
 SUMMARY_RECORDS = 20_000
+# An operation of at most this many steps names each; a larger one is counted.
+NAMED_STEPS = 3
 
 _VERBS = {
     "create": "created",
@@ -102,10 +104,12 @@ def describe(steps: list[Step], who: str) -> tuple[str, dict[str, int], str]:
     top = _top(steps)
     if not steps:
         return f"{who}: changed nothing for good", counts, top
-    if len(steps) == 1:
-        step = steps[0]
-        what = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
-        return f"{who}: {_VERBS[step.action]} {what or '/'}", counts, top
+    if len(steps) <= NAMED_STEPS:
+        named = []
+        for step in steps:
+            what = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
+            named.append(f"{_VERBS[step.action]} {what or '/'}")
+        return f"{who}: {', '.join(named)}", counts, top
     parts = []
     for action, n in counts.items():
         verb, one, many = _NOUNS[action]
@@ -165,9 +169,39 @@ def operation(store: Store, op_id: int) -> Operation:
 
 
 def operation_changes(store: Store, op_id: int) -> list[Change]:
-    """The feed records of operation ``op_id``, oldest first (NotFound if unknown)."""
+    """The feed records of operation ``op_id``, oldest first (NotFound if unknown).
+    Records written before the store kept what each change found (``prior_kind`` "?",
+    from a store the operation log migrated) get it from a replay of the feed."""
     store.operation(op_id)
-    return store.changes(op=op_id)
+    records = store.changes(op=op_id)
+    if any(r.prior_kind == "?" for r in records):
+        records = _replayed_priors(store, records)
+    return records
+
+
+def _replayed_priors(store: Store, records: list[Change]) -> list[Change]:
+    """``records`` with their priors from the tree as the feed says it was before each
+    (modes and symlink targets the feed never held stay unknown: the store's default
+    mode is put back)."""
+    from memfs.history.timeline import Replay, feed
+
+    wanted = {r.seq: r for r in records}
+    replay = Replay()
+    out: list[Change] = []
+    for change in feed(store, records[-1].seq):
+        record = wanted.get(change.seq)
+        if record is not None:
+            node = replay.nodes.get(record.path)
+            out.append(
+                replace(
+                    record,
+                    prior_kind=None if node is None else node.kind,
+                    prior_sha256=None if node is None else node.sha256,
+                    prior_size=None if node is None else node.size,
+                )
+            )
+        replay.apply(change)
+    return out
 
 
 def operation_steps(store: Store, op_id: int) -> list[Step]:
@@ -322,8 +356,9 @@ def undo_operations(
     ordered = sorted(op_ids, reverse=True)
     records = [operation_changes(store, op) for op in ordered]
     shown = ", ".join(str(op) for op in ordered[:5]) + (" ..." if len(ordered) > 5 else "")
+    what = "operation" if len(ordered) == 1 else "operations"
     return _undo(store, records, actor=actor, force=force, dry_run=dry_run, label=label,
-                 detail=f"undo of operations {shown}")  # fmt: skip
+                 detail=f"undo of {what} {shown}")  # fmt: skip
 
 
 class _Refused(Exception):

@@ -93,7 +93,7 @@ def after_of(change: Change) -> State | None:
 
 def prior_of(change: Change) -> State | None:
     """What was at the record's path just before it (None: nothing there)."""
-    if change.op is None:
+    if change.op is None or change.prior_kind == "?":
         return UNKNOWN  # written before the store kept priors
     if change.prior_kind is None:
         return None
@@ -115,6 +115,7 @@ class _Track:
     before: State | None
     after: State | None
     rev: int | None = None
+    removed_by: str = ""  # the record kind that removed it (delete or rmdir)
 
 
 def _under(path: str, top: str) -> bool:
@@ -161,7 +162,7 @@ class _Fold:
         track = self.touch(path, prior_of(change))
         if kind in ("delete", "rmdir"):
             if track is not None:
-                track.after = None
+                track.after, track.removed_by = None, kind
                 del self.current[path]
         elif kind in ("create", "mkdir", "symlink") or track is None:
             self.made(path, after_of(change), change.rev)
@@ -236,10 +237,13 @@ class _Fold:
             if step is not None:
                 changes.append(step)
         removals = [
-            Step("rmdir" if t.before.kind == "dir" else "delete", path, t.before, None)
+            Step(
+                "rmdir" if t.before.kind == "dir" or t.removed_by == "rmdir" else "delete",
+                path, t.before, None,
+            )
             for path, t in sorted(lost.items(), reverse=True)
             if t.before is not None
-        ]
+        ]  # fmt: skip
         # Outer directories move first: an inner rename's old path is where it is then.
         renames.sort(key=lambda s: (s.old_path or "").count("/"))
         return renames + changes + removals

@@ -105,3 +105,19 @@ def seq_at_time(store: Store, time_ns: int) -> int:
         if len(page) < 1000:
             return 0
         until = page[-1].seq - 1
+
+
+def resolve_time(store: Store, text: str) -> int:
+    """The moment ``text`` names, in nanoseconds: a time or span as it says, a
+    checkpoint or revision as the time of the change it resolves to (0: before all)."""
+    spec = text.strip()
+    moment = parse_time(spec)
+    if moment is not None:
+        return moment
+    try:
+        return store.clock() - parse_duration(spec)
+    except BadWhen:
+        pass
+    seq = resolve_point(store, spec).seq
+    found = store.changes(seq - 1, 1) if seq > 0 else []
+    return found[0].time_ns if found else 0

@@ -21,7 +21,7 @@ from memfs.history.restore import restore_file
 from memfs.mcp.tree import MemoryTree
 from memfs.paths import ROOT, parse
 from memfs.secrets import Finding, redact, scan
-from memfs.store.base import SearchHit
+from memfs.store.base import Act, SearchHit
 from memfs.store.matching import DEFAULT_LIMIT, decode_text
 
 MEMORY = "memory"
@@ -253,7 +253,8 @@ def history(tree: MemoryTree, args: dict[str, Any], author: str) -> types.CallTo
         if findings and policy == "refuse":
             raise ToolRefused(strings.secrets_refused(path.model, f"revision {rev}", found))
         clean = None if text is None or not findings else redact(text, findings).encode()
-        entry = restore_file(tree.store, tree.store_path(path), rev, author=author, data=clean)
+        with tree.store.acting(Act(author, detail="memory_history restore")):
+            entry = restore_file(tree.store, tree.store_path(path), rev, author=author, data=clean)
         done = f"Restored {path.model} to revision {rev}; the file is now revision {entry.rev}."
         return _text(done + (strings.secrets_redacted(f"revision {rev}", found) if found else ""))
     if text is None:

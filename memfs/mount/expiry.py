@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from memfs.history.author import author_for
+from memfs.history.author import act_for, author_for
 from memfs.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,8 @@ class Expirer:
     def run_once(self) -> None:
         from memfs.history.expire import expire
 
-        report = expire(self.store, self.unused_for_ns, author=self.author, keep=self._pending)
+        with self.store.acting(act_for("expire", detail="on the mount's schedule")):
+            report = expire(self.store, self.unused_for_ns, author=self.author, keep=self._pending)
         self.runs += 1
         if report.deleted:
             names = ", ".join(f.path for f in report.deleted[:20])

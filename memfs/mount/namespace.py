@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memfs.mount.bursts import Writer
 from memfs.mount.handles import Handles, Orphan
 from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import op, rel
@@ -42,11 +43,11 @@ class NamespaceOps:
     if TYPE_CHECKING:
         # Provided by MemfsOperations; declared for the type checker only, so no stub
         # that could shadow a real operation exists at run time.
-        def _author(self) -> str: ...
+        def _author(self) -> Writer: ...
 
         def _mutate(
             self,
-            author: str,
+            who: Writer,
             fn: Callable[[], T],
             paths: Iterable[str],
             subtrees: Iterable[str] = (),
@@ -69,23 +70,26 @@ class NamespaceOps:
     def mkdir(self, path: str, mode: int) -> int:
         p = rel(path)
         check_new_name(p)
-        author = self._author()
-        self._mutate(author, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777), (p,))
-        self._own_entry(p, author)
+        who = self._author()
+        author = who.actor
+        self._mutate(who, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777), (p,))
+        self._own_entry(p, who)
         return 0
 
-    def _own_entry(self, p: str, author: str) -> None:
+    def _own_entry(self, p: str, who: Writer) -> None:
         """Record another user's ownership of an entry they just made (--allow-other)."""
         uid, gid = self._owner()
         if uid is not None or gid is not None:
+            author = who.actor
             self._mutate(
-                author, lambda: self.store.set_attrs(p, author=author, uid=uid, gid=gid), (p,)
+                who, lambda: self.store.set_attrs(p, author=author, uid=uid, gid=gid), (p,)
             )
 
     @op
     def rmdir(self, path: str) -> int:
         p = rel(path)
-        author = self._author()
+        who = self._author()
+        author = who.actor
         with self._mutex:
             # Before the lookup: a store whose storage went away answers no entry at all.
             self.writes.check_usable()
@@ -94,7 +98,7 @@ class NamespaceOps:
                 raise OSError(errno.ENOTDIR, "not a directory")
             # Files pending below count: the store then answers ENOTEMPTY for them.
             self._commit_under(p)
-            self._mutate(author, lambda: self.store.delete(p, author=author), (p,), (p,))
+            self._mutate(who, lambda: self.store.delete(p, author=author), (p,), (p,))
             with self._dirs_lock:
                 self._known_dirs.discard(p)
         return 0
@@ -102,7 +106,8 @@ class NamespaceOps:
     @op
     def unlink(self, path: str) -> int:
         p = rel(path)
-        author = self._author()
+        who = self._author()
+        author = who.actor
         with self._mutex:
             self.writes.check_usable()  # as rmdir; and open handles keep their file
             buf = self.writes.get(p)
@@ -117,7 +122,7 @@ class NamespaceOps:
             entry = self.store.stat(p)
             if entry.is_dir:
                 raise OSError(errno.EISDIR, "is a directory")
-            self._mutate(author, lambda: self.store.delete(p, author=author), (p,))
+            self._mutate(who, lambda: self.store.delete(p, author=author), (p,))
             # Only once the store has let it go: a refused unlink keeps the writes.
             self.writes.drop(p)
         return 0
@@ -159,9 +164,10 @@ class NamespaceOps:
     def symlink(self, path: str, target: str) -> int:
         p = rel(path)
         check_new_name(p)
-        author = self._author()
-        self._mutate(author, lambda: self.store.symlink(p, target, author=author), (p,))
-        self._own_entry(p, author)
+        who = self._author()
+        author = who.actor
+        self._mutate(who, lambda: self.store.symlink(p, target, author=author), (p,))
+        self._own_entry(p, who)
         return 0
 
     @op
@@ -172,7 +178,8 @@ class NamespaceOps:
             raise OSError(errno.EINVAL, "only RENAME_NOREPLACE is supported")
         src, dst = rel(old), rel(new)
         check_new_name(dst)
-        author = self._author()
+        who = self._author()
+        author = who.actor
         with self._mutex:
             # Pending writes on both sides go first: the source's so they move with it,
             # the destination's so its history keeps them and so a directory with
@@ -193,7 +200,7 @@ class NamespaceOps:
                 self._keep_open_data(dst, None)
             subtrees = (src, dst) if is_dir else ()
             self._mutate(
-                author,
+                who,
                 lambda: self.store.rename(src, dst, author=author, overwrite=overwrite),
                 (src, dst),
                 subtrees,
@@ -214,14 +221,15 @@ class NamespaceOps:
     # --- attributes --------------------------------------------------------------------
     def _set_attrs(self, path: str, *, commit_first: bool = True, **attrs: int | None) -> None:
         p = rel(path)
-        author = self._author()
+        who = self._author()
+        author = who.actor
         with self._mutex:
             buf = self.writes.get(p)
             if commit_first or (buf is not None and buf.created):
                 # Buffered content first: a file created here must exist in the store,
                 # and a later commit must not move the mtime set here.
                 self._commit(p)
-            self._mutate(author, lambda: self.store.set_attrs(p, author=author, **attrs), (p,))
+            self._mutate(who, lambda: self.store.set_attrs(p, author=author, **attrs), (p,))
 
     @op
     def chmod(self, path: str, mode: int) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memfs import errors
-from memfs.mount.authors import author_of
+from memfs.mount.bursts import Bursts, Writer
 from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
 from memfs.mount.handles import Handles
@@ -91,9 +91,11 @@ class MemfsOperations(NamespaceOps):
         self._last_known: dict[str, Entry] = {}
         self._statfs: tuple[float, dict[str, int]] | None = None
         journal = self.options.journal_dir
+        self._bursts = Bursts()
         self.writes = PendingWrites(
             store,
             lambda author, fn, path: self._tracked(author, fn, (path,)),
+            act_for=self._bursts.act,
             journal_dir=None if journal is None else Path(journal),
             recovery_dir=None if journal is None else Path(journal) / "recovered",
             quiet_period=self.options.commit_quiet_period,
@@ -185,8 +187,10 @@ class MemfsOperations(NamespaceOps):
         self.shutdown()
 
     # --- helpers ------------------------------------------------------------------------
-    def _author(self) -> str:
-        return author_of(self._caller_pid())
+    def _author(self) -> Writer:
+        """Who makes the calling request: user and program, and the burst it is in."""
+        uid, _ = self._caller_ids()
+        return self._bursts.writer(self._caller_pid(), uid)
 
     def _tracked(
         self,
@@ -228,15 +232,17 @@ class MemfsOperations(NamespaceOps):
 
     def _mutate(
         self,
-        author: str,
+        who: Writer,
         fn: Callable[[], T],
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
     ) -> T:
+        """Run one namespace change of the store, in its writer's operation."""
         with self._mutex:
             self.writes.check_usable()
             try:
-                return self._tracked(author, fn, paths, subtrees)
+                with self.store.acting(self._bursts.act(who)):
+                    return self._tracked(who.actor, fn, paths, subtrees)
             finally:
                 self.writes.forget_usage()  # a namespace change: count the tree afresh
 
@@ -440,7 +446,7 @@ class MemfsOperations(NamespaceOps):
     @op
     def create(self, path: str, mode: int, flags: int = 0) -> int:
         p = rel(path)
-        author = self._author()
+        who = self._author()
         uid, gid = self._owner()
         with self._mutex:
             self.writes.check_usable()
@@ -449,7 +455,7 @@ class MemfsOperations(NamespaceOps):
             if not parent.is_dir:
                 raise OSError(errno.ENOTDIR, "parent is not a directory")
             with self._meta.changing((p,)):
-                self.writes.create(p, mode & 0o7777, author, uid, gid)
+                self.writes.create(p, mode & 0o7777, who, uid, gid)
         # The only requests with a real file handle in no-open mode: see handles.py.
         return self._handles.new(p)
 

@@ -64,9 +64,10 @@ from memfs.errors import (
     PathTooLong,
 )
 from memfs.mount import journal as jr
+from memfs.mount.bursts import Writer
 from memfs.mount.opkit import errno_of
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
-from memfs.store.base import Entry, Store, Usage
+from memfs.store.base import Act, Entry, Store, Usage
 from memfs.store.rebase import Landing, Shape, land
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Buffer:
     ident: int
     path: str
     data: bytearray
-    author: str
+    author: str  # the writer's actor ("root (vim)"), as the journal keeps it
     base_rev: int
     mode: int
     created: bool
@@ -111,6 +112,10 @@ class Buffer:
     low: int = -1  # -1: nothing touched yet (set to base_size by __post_init__)
     uid: int | None = None
     gid: int | None = None
+    # The process whose changes the buffer holds (one revision per writer) and the
+    # operation they belong to (its burst); None for a buffer saved from a journal.
+    writer: Writer | None = None
+    act: Act | None = None
     dirty: bool = True
     last_write: float = field(default_factory=time.monotonic)
     mtime_ns: int = field(default_factory=time.time_ns)
@@ -182,10 +187,10 @@ def _remedy(exc: BaseException) -> str:
     return ""
 
 
-def same_writer(a: str, b: str) -> bool:
-    """Whether two author strings name one process: the ``(pid N)`` part decides, since a
+def same_writer(a: Writer | None, b: Writer) -> bool:
+    """Whether two writers are one process: its id and start time decide, since a
     process that execs (``bash`` becoming ``cat`` after ``cat > f``) changes its name."""
-    return a.rpartition(" (pid ")[2] == b.rpartition(" (pid ")[2]
+    return a is not None and (a.pid, a.started) == (b.pid, b.started)
 
 
 class PendingWrites:
@@ -206,6 +211,7 @@ class PendingWrites:
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         on_health: Callable[[Health], None] | None = None,
         on_stale: Callable[[str], None] | None = None,
+        act_for: Callable[[Writer], Act] | None = None,
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
@@ -221,6 +227,8 @@ class PendingWrites:
         # append moved to the true end, a rebase, a conflict copy): it invalidates them
         # from a thread that is not a FUSE callback.
         self._on_stale = on_stale or (lambda path: None)
+        # The operation a writer's change belongs to (memfs.mount.bursts).
+        self._act_for = act_for or (lambda who: Act(who.actor, detail=f"pid {who.pid}"))
         self._conflicts: list[str] = []
         self._lost = ""
         self._bufs: dict[str, Buffer] = {}
@@ -259,8 +267,9 @@ class PendingWrites:
         return self._bytes
 
     # --- calls from FUSE operations --------------------------------------------------------
-    def create(self, path: str, mode: int, author: str, uid: int | None, gid: int | None) -> None:
+    def create(self, path: str, mode: int, who: Writer, uid: int | None, gid: int | None) -> None:
         check_new_name(path)
+        author = who.actor
         with self.lock:
             self.check_usable()
             old = self._bufs.get(path)
@@ -277,20 +286,22 @@ class PendingWrites:
                 created=True,
                 uid=uid,
                 gid=gid,
+                writer=who,
+                act=self._act_for(who),
             )
             self._log().opened(buf.ident, path, author, 0, mode, jr.CREATED)
             self._add(buf)
         self._wake.set()
 
     def write(
-        self, path: str, data: bytes, offset: int, author: str, *, append: bool = False
+        self, path: str, data: bytes, offset: int, who: Writer, *, append: bool = False
     ) -> int:
         """Write ``data`` at ``offset``; with ``append`` (the file was opened O_APPEND) at
         the end of the content this mount holds, as a local disk puts it: the kernel's
         offset comes from a size it may have cached before another mount appended."""
         self._check_size(path, offset + len(data))
         with self.lock:
-            buf = self._writable(path, author, whole=False)
+            buf = self._writable(path, who, whole=False)
             if append and offset != len(buf.data):
                 offset = len(buf.data)
                 self._check_size(path, offset + len(data))
@@ -310,7 +321,7 @@ class PendingWrites:
         self._wake.set()
         return len(data)
 
-    def truncate(self, path: str, size: int, author: str) -> None:
+    def truncate(self, path: str, size: int, who: Writer) -> None:
         self._check_size(path, size)
         with self.lock:
             self.check_usable()  # before the lookup: a store gone away answers no entry
@@ -319,7 +330,7 @@ class PendingWrites:
                 entry = self.store.stat(path)
                 if entry.is_file and entry.size == size:
                     return
-            buf = self._writable(path, author, whole=size == 0)
+            buf = self._writable(path, who, whole=size == 0)
             self._check_tree_bytes(path, size - len(buf.data))
             self._reserve(buf, size)
             self._log().truncated(buf.ident, size)
@@ -457,18 +468,19 @@ class PendingWrites:
                 f"{path}: the memory holds {used} files; the store's max_files is {cap}",
             )
 
-    def _writable(self, path: str, author: str, *, whole: bool) -> Buffer:
-        """The buffer that takes ``author``'s next change to ``path``."""
+    def _writable(self, path: str, who: Writer, *, whole: bool) -> Buffer:
+        """The buffer that takes ``who``'s next change to ``path``."""
         self.check_usable()
+        author = who.actor
         buf = self._bufs.get(path)
         if buf is not None and buf.failed is not None:
             raise OSError(errno_of(buf.failed), f"{path} could not be saved: {buf.failed}")
-        if buf is not None and buf.dirty and not same_writer(buf.author, author):
+        if buf is not None and buf.dirty and not same_writer(buf.writer, who):
             # Another program's change: what the first one wrote is its own revision.
             self._commit(buf)
             buf = None
         if buf is not None:
-            buf.author = author
+            buf.author, buf.writer, buf.act = author, who, self._act_for(who)
             return buf
         if whole:
             entry = self.store.stat(path)
@@ -489,6 +501,8 @@ class PendingWrites:
             base_size=entry.size,
             whole=whole,
             low=0 if whole else -1,
+            writer=who,
+            act=self._act_for(who),
             dirty=False,
         )
         self._log().opened(buf.ident, path, author, entry.rev, entry.mode, jr.WHOLE if whole else 0)
@@ -578,13 +592,14 @@ class PendingWrites:
             # Made by another user through --allow-other: the entry is theirs. The content
             # is saved already; a failure here must not make it look unsaved.
             try:
-                self._run(
-                    buf.author,
-                    lambda: self.store.set_attrs(
-                        buf.path, author=buf.author, uid=buf.uid, gid=buf.gid
-                    ),
-                    buf.path,
-                )
+                with self.store.acting(buf.act or Act(buf.author)):
+                    self._run(
+                        buf.author,
+                        lambda: self.store.set_attrs(
+                            buf.path, author=buf.author, uid=buf.uid, gid=buf.gid
+                        ),
+                        buf.path,
+                    )
             except Exception:
                 self.errors += 1
                 log.exception("memfs: could not record the owner of %s", buf.path)
@@ -613,7 +628,10 @@ class PendingWrites:
             return landing.entry
 
         landing: Landing | None = None
-        self._run(buf.author, attempt, buf.path)
+        act = buf.act or Act(buf.author)
+        buf.act = act  # a retry after a failure stays in the same operation
+        with self.store.acting(act):
+            self._run(buf.author, attempt, buf.path)
         assert landing is not None
         return landing
 
@@ -816,8 +834,14 @@ class PendingWrites:
                     kept = jr.quarantine(path)
                     log.exception("memfs: cannot replay the journal %s; kept as %s", path, kept)
                     continue
+                # What one stopped daemon held for one writer is one operation.
+                acts: dict[str, Act] = {}
                 for rec in pending:
-                    if self._adopt(rec):
+                    act = acts.setdefault(
+                        rec.author,
+                        Act(rec.author, detail="saved from the journal of a stopped daemon"),
+                    )
+                    if self._adopt(rec, act):
                         found.append(rec.path)
                 path.unlink()
             for name in found:
@@ -845,7 +869,7 @@ class PendingWrites:
             return self.store.read(path)[0]
         return b""
 
-    def _adopt(self, rec: jr.Recovered) -> bool:
+    def _adopt(self, rec: jr.Recovered, act: Act) -> bool:
         if self._landed_before(rec):
             return False  # committed before the daemon could note it
         old = self._bufs.get(rec.path)
@@ -864,6 +888,7 @@ class PendingWrites:
             base_size=rec.base_size,
             whole=rec.shape is Shape.WHOLE,
             low=0 if rec.shape is Shape.EDIT else -1,
+            act=act,
         )
         flags = jr.WHOLE | (jr.CREATED if rec.created else 0)
         journal = self._log()

@@ -56,9 +56,10 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
    - a path that stops being a file (deleted, replaced by a non-file, renamed away)
      keeps a *tombstoned* history: readable with ``history`` and ``read_revision`` though
      nothing is there. A deleted path keeps only its last revision; a renamed-away one
-     keeps all of them for a short grace period first (the backend's; long enough for
-     any save to bring the name back), then only the last. Either way the last one goes
-     ``deleted_history_days`` (a backend option, default 30) after the path went.
+     keeps all of them (so a save that brings the name back finds its whole history,
+     and history followed across the move finds it too). Either way they go
+     ``deleted_history_days`` (a backend option, default 30) after the path went, and
+     a renamed-away one not before a short grace (the backend's) even at 0 days.
      A path that becomes a file again continues its history;
    - a live path keeps its current revision plus the ``history`` option's number of
      previous ones. Retention is decided when reading, so what ``history`` shows never
@@ -93,6 +94,17 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
 11. **Read-only opening.** ``open_store(url, readonly=True)`` never creates, migrates or
     writes anything; every mutation (and :meth:`Store.mark_used`) raises
     :class:`~memfs.errors.ReadOnlyStore`.
+
+12. **Operations.** Every change belongs to exactly one operation (:class:`Operation`),
+    recorded in the same transaction as the change: the one its thread is
+    :meth:`Store.acting` for, else the batch's own, else the mutation's own. An operation
+    may span transactions (a process's burst of changes through the mount). Each change
+    record carries its operation, the entry's mode (and a symlink's target) after it,
+    and what was at its path just before it (``prior_*``: for a rename, the destination
+    it replaced), so an operation can be shown and taken back from its own records. A
+    file an operation created and renames over a path, or removes, inside the same
+    operation keeps no history of its own (its content lives on where it went): an
+    atomic save leaves no temporary name in anyone's history.
 
 Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
 except programming errors.
@@ -197,7 +209,7 @@ class Change:
     target: str | None = None
     # What was at ``path`` just before the change (a rename: the destination it
     # replaced); ``prior_kind`` None: nothing was there.
-    prior_kind: EntryKind | None = None
+    prior_kind: str | None = None  # "?": not recorded (a change from before the log)
     prior_sha256: str | None = None
     prior_size: int | None = None
     prior_mode: int | None = None
@@ -206,7 +218,7 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One operation of the log (invariant 10): what one actor did in one go."""
+    """One operation of the log (invariant 12): what one actor did in one go."""
 
     id: int
     actor: str
@@ -449,10 +461,39 @@ class Store(abc.ABC):
         *,
         until: int | None = None,
         newest_first: bool = False,
+        op: int | None = None,
     ) -> list[Change]:
         """Change records with ``since < seq <= until`` (no upper bound for None),
         oldest first, or newest first with ``newest_first`` (``limit`` counts in that
-        order)."""
+        order). With ``op``: the records of that operation, oldest first (``since``,
+        ``until`` and ``newest_first`` do not apply)."""
+
+    # --- the operation log (invariant 12) --------------------------------------------------
+    @abc.abstractmethod
+    def acting(self, act: Act) -> AbstractContextManager[None]:
+        """Make every mutation this thread calls inside the ``with`` block belong to
+        ``act``'s operation (nested: the inner act wins inside it). The operation is
+        recorded in the transaction of its first change, when ``act.id`` is set; later
+        changes, in later transactions too, join it."""
+
+    @abc.abstractmethod
+    def operations(
+        self,
+        *,
+        before: int | None = None,
+        limit: int | None = 20,
+        actor: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        path: str | None = None,
+    ) -> list[Operation]:
+        """Operations newest first: ids below ``before``, by an actor whose name contains
+        ``actor``, started within ``[since_ns, until_ns]``, with a record at ``path`` or
+        below it (moved to or from there too); at most ``limit``."""
+
+    @abc.abstractmethod
+    def operation(self, op_id: int) -> Operation:
+        """Operation ``op_id``; NotFound if there is none."""
 
     @abc.abstractmethod
     def last_seq(self) -> int:

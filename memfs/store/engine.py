@@ -24,9 +24,11 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memfs.errors import (
     AlreadyExists,
@@ -44,10 +46,12 @@ from memfs.store import keeping, retention, rules
 from memfs.store.base import (
     DEFAULT_DIR_MODE,
     DEFAULT_FILE_MODE,
+    Act,
     Change,
     ChangeKind,
     Checkpoint,
     Entry,
+    Operation,
     Revision,
     SearchHit,
     Store,
@@ -61,6 +65,20 @@ from memfs.store.statements import ALL, Statements
 _MAX_SEQ = 2**63 - 1
 _NO_PARAMS: Params = {}
 
+# What a change found at its path: kind, content hash, size, mode, symlink target.
+Prior = tuple[str, str | None, int | None, int | None, str | None]
+
+
+def prior_of(kind: Any, sha: Any, size: Any, mode: Any, target: Any) -> Prior:
+    """A prior from the columns of an entry (and its current revision's hash)."""
+    return (
+        str(kind),
+        None if sha is None else str(sha).removeprefix(rules.REDACTED),
+        None if size is None else int(size),
+        None if mode is None else int(mode),
+        rules.unpack_target(target),
+    )
+
 
 def entry(row: Row) -> Entry:
     """An entry from the ten columns of :data:`memfs.store.statements.COLS`."""
@@ -70,6 +88,19 @@ def entry(row: Row) -> Entry:
     )
 
 
+@dataclass(slots=True)
+class _OpSpan:
+    """What one transaction adds to one operation (written at its commit)."""
+
+    act: Act
+    new: bool  # the operation's first changes: its row is inserted, not updated
+    first_seq: int
+    last_seq: int
+    changes: int
+    start_ns: int
+    end_ns: int
+
+
 class Tx:
     """One transaction: its cursor and the tree's counters, read when first needed."""
 
@@ -77,11 +108,17 @@ class Tx:
         self.db = db
         self._begin: Pending | None = begin
         self._missing = missing
-        self._rev = self._seq = self.start_seq = 0
+        self._rev = self._seq = self.start_seq = self._op = 0
         self.due: int | None = None  # earliest time a sweep has rows to remove
         self.depth = 0
         # Change records not yet written: each mutation's go in at its end, in one go.
         self.records: list[dict[str, object]] = []
+        # The operations this transaction's written records belong to, by act.
+        self.spans: dict[int, _OpSpan] = {}
+        # Acts given their operation's number here: unnumbered again if it is undone.
+        self.numbered: list[Act] = []
+        self.acts: dict[int, Act] = {}  # operation number -> its act
+        self.implicit: Act | None = None  # a batch's own operation, when none is acting
 
     def _load(self) -> None:
         if self._begin is None:
@@ -92,6 +129,30 @@ class Tx:
         self._rev, self._seq = int(row[0] or 0), int(row[1] or 0)
         self.start_seq = self._seq
         self.due = None if row[2] is None else int(row[2])
+        self._op = int(row[3] or 0)
+
+    def number(self, act: Act) -> int:
+        """The operation number of ``act``, taken now if it has none."""
+        if act.id is None:
+            self._load()
+            self._op += 1
+            act.id = self._op
+            self.numbered.append(act)
+        self.acts[act.id] = act
+        return act.id
+
+    def count(self, records: Sequence[Mapping[str, object]]) -> None:
+        """Add records about to be written to their operations' spans."""
+        for record in records:
+            op, seq, now = record["op"], record["seq"], record["now"]
+            assert isinstance(op, int) and isinstance(seq, int) and isinstance(now, int)
+            span = self.spans.get(op)
+            if span is None:
+                act = self.acts[op]
+                new = any(a is act for a in self.numbered)
+                span = self.spans[op] = _OpSpan(act, new, seq, seq, 0, now, now)
+            span.last_seq, span.end_ns = seq, max(span.end_ns, now)
+            span.changes += 1
 
     @property
     def rev(self) -> int:
@@ -103,6 +164,11 @@ class Tx:
         self._load()
         return self._seq
 
+    @property
+    def op(self) -> int:
+        self._load()
+        return self._op
+
     def next_rev(self) -> int:
         self._load()
         self._rev += 1
@@ -113,11 +179,20 @@ class Tx:
         self._seq += 1
         return self._seq
 
-    def mark(self) -> tuple[int, int]:
-        return self.rev, self.seq
+    def mark(self) -> tuple[int, int, int, int]:
+        return self.rev, self.seq, self._op, len(self.numbered)
 
-    def restore(self, mark: tuple[int, int]) -> None:
-        self._rev, self._seq = mark
+    def restore(self, mark: tuple[int, int, int, int]) -> None:
+        self._rev, self._seq, self._op, numbered = mark
+        for act in self.numbered[numbered:]:
+            act.id = None
+        del self.numbered[numbered:]
+
+    def unnumber(self) -> None:
+        """The transaction was undone: no operation it numbered exists."""
+        for act in self.numbered:
+            act.id = None
+        self.numbered.clear()
 
     def moved(self) -> bool:
         """Whether this transaction took any number (so the counters must be stored)."""
@@ -129,6 +204,18 @@ class Tx:
     def sweep_due(self, now: int) -> bool:
         self._load()
         return self.due is not None and self.due <= now
+
+
+def change_of(row: Row) -> Change:
+    """A change record from the columns of :data:`memfs.store.statements.CHANGE_COLS`."""
+    fields = list(row)
+    fields[11] = rules.unpack_target(fields[11])
+    fields[16] = rules.unpack_target(fields[16])
+    return Change(*fields)
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
 
 
 def _reach(src: str, paths: list[str]) -> tuple[int, int]:
@@ -211,6 +298,7 @@ class SqlStore(Store):
                 yield outer
                 if len(outer.records) > kept:
                     # Written now, so later reads inside the batch see them.
+                    outer.count(outer.records[kept:])
                     self.d.append(outer.db, outer.records[kept:])
                     del outer.records[kept:]
                 outer.db.run(self.q.release.format(depth))
@@ -227,16 +315,64 @@ class SqlStore(Store):
                 outer.depth = depth
             self._local.appended = range(mark[1] + 1, outer.seq + 1)
             return
-        with self.backend.writing() as db:
-            tx = Tx(db, db.ask(self.q.begin), self.backend.missing_tree)
-            self._local.tx = tx
-            try:
-                yield tx
-                if tx.moved():
-                    self.d.finish(db, tx.rev, tx.seq, tx.records)
-            finally:
-                self._local.tx = None
+        tx: Tx | None = None
+        try:
+            with self.backend.writing() as db:
+                tx = Tx(db, db.ask(self.q.begin), self.backend.missing_tree)
+                self._local.tx = tx
+                try:
+                    yield tx
+                    if tx.moved():
+                        tx.count(tx.records)
+                        self._write_operations(tx)
+                        self.d.finish(db, tx.rev, tx.seq, tx.op, tx.records)
+                finally:
+                    self._local.tx = None
+        except BaseException:
+            if tx is not None:
+                tx.unnumber()
+            raise
         self._local.appended = tx.appended()
+
+    def _write_operations(self, tx: Tx) -> None:
+        """The operation rows of what this transaction recorded (invariant 12)."""
+        for op, span in tx.spans.items():
+            act = span.act
+            if span.new:
+                tx.db.run(
+                    self.q.add_operation,
+                    {
+                        "id": op, "actor": act.actor, "detail": act.detail,
+                        "label": act.label, "start": span.start_ns, "end": span.end_ns,
+                        "first": span.first_seq, "last": span.last_seq, "n": span.changes,
+                    },
+                )  # fmt: skip
+            else:
+                tx.db.run(
+                    self.q.grow_operation,
+                    {"id": op, "end": span.end_ns, "last": span.last_seq, "n": span.changes},
+                )
+
+    @contextmanager
+    def acting(self, act: Act) -> Iterator[None]:
+        """Every mutation this thread makes inside belongs to ``act``'s operation (see
+        :meth:`memfs.store.base.Store.acting`)."""
+        outer: Act | None = getattr(self._local, "act", None)
+        self._local.act = act
+        try:
+            yield
+        finally:
+            self._local.act = outer
+
+    def _act(self, tx: Tx, author: str) -> Act:
+        """The act a mutation's record belongs to: the thread's, else the transaction's
+        own (one operation for a batch, or for a lone mutation)."""
+        act: Act | None = getattr(self._local, "act", None)
+        if act is not None:
+            return act
+        if tx.implicit is None:
+            tx.implicit = Act(author)
+        return tx.implicit
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -263,10 +399,15 @@ class SqlStore(Store):
         rev: int | None = None,
         size: int | None = None,
         sha256: str | None = None,
+        mode: int | None = None,
+        target: str | None = None,
+        prior: Prior | None = None,
     ) -> None:
-        """Append one change record (written at the end of the mutation). Its content's
-        hash stays in the feed when the revision is pruned, so a restore can still find
-        the bytes elsewhere."""
+        """Append one change record (written at the end of the mutation), in the
+        operation it belongs to, with what it found at its path (``prior``). Its
+        content's hash stays in the feed when the revision is pruned, so a restore can
+        still find the bytes elsewhere."""
+        pkind, psha, psize, pmode, ptarget = prior or (None, None, None, None, None)
         tx.records.append(
             {
                 "seq": tx.next_seq(),
@@ -278,6 +419,15 @@ class SqlStore(Store):
                 "rev": rev,
                 "size": size,
                 "sha": sha256,
+                "op": tx.number(self._act(tx, author)),
+                "mode": mode,
+                # Packed as the entry's own (a target may hold undecodable bytes).
+                "target": None if target is None else rules.pack_target(target),
+                "pkind": pkind,
+                "psha": psha,
+                "psize": psize,
+                "pmode": pmode,
+                "ptarget": None if ptarget is None else rules.pack_target(ptarget),
             }
         )
 
@@ -387,14 +537,45 @@ class SqlStore(Store):
         *,
         until: int | None = None,
         newest_first: bool = False,
+        op: int | None = None,
     ) -> list[Change]:
+        if op is not None:
+            rows = self._all(self.q.changes_of, {"op": op, "n": ALL if limit is None else limit})
+            return [change_of(row) for row in rows]
         params = {
             "since": since,
             "until": _MAX_SEQ if until is None else until,
             "n": ALL if limit is None else limit,
         }
         rows = self._all(self.q.changes_back if newest_first else self.q.changes, params)
-        return [Change(*row) for row in rows]
+        return [change_of(row) for row in rows]
+
+    # --- the operation log ---------------------------------------------------------------
+    def operations(
+        self,
+        *,
+        before: int | None = None,
+        limit: int | None = 20,
+        actor: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        path: str | None = None,
+    ) -> list[Operation]:
+        params = {
+            "before": _MAX_SEQ if before is None else before,
+            "since": 0 if since_ns is None else since_ns,
+            "until": _MAX_SEQ if until_ns is None else until_ns,
+            "actor": actor,
+            "p": path,
+            "n": ALL if limit is None else limit,
+        }
+        return [Operation(*row) for row in self._all(self.q.operations, params)]
+
+    def operation(self, op_id: int) -> Operation:
+        row = self._one(self.q.operation, {"id": op_id})
+        if row is None:
+            raise NotFound(f"there is no operation {op_id}")
+        return Operation(*row)
 
     def last_seq(self) -> int:
         row = self._one(self.q.last_seq)
@@ -457,7 +638,7 @@ class SqlStore(Store):
 
     def _insert_dir(self, tx: Tx, path: str, author: str, now: int, mode: int) -> Entry:
         rev = self._insert(tx, path, "dir", 0, mode & 0o7777, now, None)
-        self.record(tx, "mkdir", path, author, now, rev=rev)
+        self.record(tx, "mkdir", path, author, now, rev=rev, mode=mode & 0o7777)
         return Entry(path, "dir", 0, mode & 0o7777, now, now, rev)
 
     def write(
@@ -480,7 +661,8 @@ class SqlStore(Store):
             usage = self._ask_usage(tx)
             row = look.one()
             assert row is not None  # one row whatever is there
-            kind, current, old_size, old_mode, uid, gid, parent_kind, deleted, trim, kept = row
+            kind, current, old_size, old_mode, uid, gid, parent_kind, deleted, trim, kept, cur = row
+            prior: Prior | None = None
             if kind is None:
                 if expected_rev is not None and expected_rev != 0:
                     raise rules.conflict(rel, expected_rev, None)
@@ -492,6 +674,7 @@ class SqlStore(Store):
                 rev = self._insert(tx, rel, "file", len(data), file_mode, now, None)
                 made = Entry(rel, "file", len(data), file_mode, now, now, rev)
                 change: ChangeKind = "create"
+                new_mode = file_mode
             else:
                 if expected_rev == 0:
                     raise AlreadyExists(f"'{rel}' already exists", path=rel)
@@ -510,8 +693,13 @@ class SqlStore(Store):
                 )
                 made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
                 change = "modify"
+                new_mode = int(old_mode)
+                prior = prior_of("file", cur, old_size, old_mode, None)
             self._add_content(tx, rel, rev, data, sha, author, now, int(kept))
-            self.record(tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha)
+            self.record(
+                tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
+                mode=new_mode, prior=prior,
+            )  # fmt: skip
             retention.sweep(self, tx, now)
             return made
 
@@ -565,7 +753,7 @@ class SqlStore(Store):
                 raise AlreadyExists(f"'{rel}' already exists", path=rel)
             self._ensure_parent(tx, rel, row[10], author, now, False)
             rev = self._insert(tx, rel, "symlink", size, 0o777, now, rules.pack_target(target))
-            self.record(tx, "symlink", rel, author, now, rev=rev)
+            self.record(tx, "symlink", rel, author, now, rev=rev, mode=0o777, target=target)
             return Entry(rel, "symlink", size, 0o777, now, now, rev, target=target)
 
     def delete(
@@ -595,12 +783,47 @@ class SqlStore(Store):
 
     def _remove(self, tx: Tx, top: str, victims: list[Row], author: str, now: int) -> None:
         # One record per removed entry, children before their directory, so a follower
-        # of the feed learns every path that disappeared without walking anything.
-        for victim, kind, _ in victims:
-            self.record(tx, "rmdir" if kind == "dir" else "delete", str(victim), author, now)
-        files = [str(victim) for victim, kind, _ in victims if kind == "file"]
-        retention.tombstone(self, tx, files, now, moved=False)
+        # of the feed learns every path that disappeared without walking anything, and
+        # what was there, so the operation can be taken back whole.
+        for victim, kind, _, size, mode, target, sha in victims:
+            prior = prior_of(kind, sha, size, mode, target)
+            self.record(
+                tx, "rmdir" if kind == "dir" else "delete", str(victim), author, now, prior=prior
+            )
+        files = [str(row[0]) for row in victims if row[1] == "file"]
+        # A file the operation made itself and removes again leaves nothing behind.
+        made = self._made_in_operation(tx, top, author)
+        self._forget_made(tx, [f for f in files if f in made], made)
+        retention.tombstone(self, tx, [f for f in files if f not in made], now, moved=False)
         tx.db.run(self.q.delete_subtree, {"p": top})
+
+    def _made_in_operation(self, tx: Tx, top: str, author: str) -> dict[str, int]:
+        """Files at or below ``top`` that this mutation's operation created, with their
+        creating revisions (from records written already and those still pending)."""
+        act = self._act(tx, author)
+        if act.id is None:
+            return {}
+        made: dict[str, int] = {}
+        if tx.depth > 0 or not any(a is act for a in tx.numbered):
+            # An operation begun in an earlier transaction (a burst through the mount),
+            # or a batch's (its earlier mutations' records are written): what it made
+            # then is in the feed. A lone mutation's operation has only its own records.
+            rows = tx.db.all(self.q.made_here, {"op": act.id, "p": top})
+            made = {str(p): int(rev) for p, rev in rows}
+        for record in tx.records:
+            p = str(record["p"])
+            if record["op"] == act.id and record["kind"] == "create" and _within(p, top):
+                made[p] = int(str(record["rev"]))
+        return made
+
+    def _forget_made(self, tx: Tx, paths: list[str], made: dict[str, int]) -> None:
+        """Drop what ``paths`` (files made in this operation) recorded since their
+        creation: a temporary file's content lives on where it went, or nowhere."""
+        for p in paths:
+            tx.db.run(self.q.drop_revisions_from, {"p": p, "rev": made[p]})
+            left = tx.db.one(self.q.revisions_left, {"p": p})
+            if left is not None and int(left[0]) > 0:
+                retention.tombstone(self, tx, [p], self._now(), moved=False)
 
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
         src = rules.target(src, what="source")
@@ -626,13 +849,17 @@ class SqlStore(Store):
             if src_kind == "dir":
                 rules.check_reach(src, dst, _reach(src, [str(row[0]) for row in entries]))
             there = landing.all()
+            dst_row = next((row for row in there if row[0] == dst), None)
             parent_kind = next((row[1] for row in there if row[0] == parent_of(dst)), None)
             self._ensure_parent(tx, dst, parent_kind, author, now, False)
             replaced = sorted((row for row in there if row[0] != parent_of(dst)), reverse=True)
             if replaced:
                 self._replace(tx, src_kind, dst, str(replaced[-1][1]), replaced, overwrite, now)
             files = [row for row in entries if row[1] == "file"]
-            retention.tombstone(self, tx, [str(row[0]) for row in files], now, moved=True)
+            made = self._made_in_operation(tx, src, author) if src_kind == "file" else {}
+            retention.tombstone(
+                self, tx, [str(row[0]) for row in files if row[0] not in made], now, moved=True
+            )
             db.run(
                 self.q.move_subtree,
                 {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst), "now": now},
@@ -643,11 +870,18 @@ class SqlStore(Store):
             kept = int(there[0][2]) if there and src_kind == "file" else None
             arrivals = [(dst + str(row[0])[len(src) :], int(row[2]), str(row[3])) for row in files]
             last = retention.arrive(self, tx, arrivals, gone, kept, author, now)
+            # A temporary file made in this operation and renamed over its target leaves
+            # no history of its own: its content is the target's revision now.
+            self._forget_made(tx, [src] if src in made else [], made)
             # A file's rename carries its content; a directory's only its last arrival.
             size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            prior = None
+            if dst_row is not None:
+                prior = prior_of(dst_row[1], dst_row[6], dst_row[3], dst_row[4], dst_row[5])
             self.record(
-                tx, "rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha
-            )
+                tx, "rename", dst, author, now, old_path=src, rev=last[0], size=size, sha256=sha,
+                mode=int(top[4]), target=rules.unpack_target(top[5]), prior=prior,
+            )  # fmt: skip
             retention.sweep(self, tx, now)
 
     def _replace(
@@ -683,7 +917,7 @@ class SqlStore(Store):
         now = self._now()
         bits = None if mode is None else mode & 0o7777
         with self._tx() as tx:
-            row = tx.db.one(self.q.stat, {"p": rel})
+            row = tx.db.one(self.q.stat_sha, {"p": rel})
             if row is None:
                 raise NotFound(f"no entry at '{rel}'", path=rel)
             old = entry(row)
@@ -691,7 +925,10 @@ class SqlStore(Store):
                 self.q.set_attrs,
                 {"mode": bits, "uid": uid, "gid": gid, "mtime": mtime_ns, "now": now, "p": rel},
             )
-            self.record(tx, "attr", rel, author, now)
+            prior = prior_of(old.kind, row[10], old.size, old.mode, row[9])
+            self.record(
+                tx, "attr", rel, author, now, mode=old.mode if bits is None else bits, prior=prior
+            )
         return Entry(
             old.path,
             old.kind,
@@ -726,7 +963,11 @@ class SqlStore(Store):
             rev = tx.next_rev()
             tx.db.run(self.q.update_content, {"size": size, "now": now, "rev": rev, "p": rel})
             self._add_content(tx, rel, rev, data, sha, author, now, None)
-            self.record(tx, "modify", rel, author, now, rev=rev, size=size, sha256=sha)
+            prior = prior_of("file", row[10], old.size, old.mode, None)
+            self.record(
+                tx, "modify", rel, author, now, rev=rev, size=size, sha256=sha, mode=old.mode,
+                prior=prior,
+            )  # fmt: skip
             retention.sweep(self, tx, now)
             return Entry(rel, "file", size, old.mode, now, now, rev, old.uid, old.gid)
 

@@ -53,3 +53,55 @@ POSTGRES = Ddl(
 
 # STEPS[i] is every backend's next migration after its own; append only.
 STEPS: list[Step] = []
+
+
+def _operations(ddl: Ddl) -> list[str]:
+    """The operation log (invariant 12 of :mod:`memfs.store.base`): every change in one
+    operation, and what each change found at its path (its ``prior_*``), so one
+    operation is taken back from its own records. Changes written before are grouped
+    into operations the way ``memfs undo`` grouped them (consecutive records of one
+    author and time); their priors were not kept (``prior_kind`` is ``?``)."""
+    i, t, tk, tc = ddl.integer, ddl.text, ddl.tree_key, ddl.tree_column
+    by_tree = "PARTITION BY tree " if tc else ""
+    key = "changes.tree = o.tree AND " if tc else ""
+    columns = [
+        f"op {i}",
+        f"mode {i}",
+        f"target {t}",
+        f"prior_kind {t}",
+        f"prior_sha256 {t}",
+        f"prior_size {i}",
+        f"prior_mode {i}",
+        f"prior_target {t}",
+    ]
+    return [
+        f"CREATE TABLE operations ({tk}id {i} NOT NULL, actor {t} NOT NULL,"
+        f" detail {t} NOT NULL DEFAULT '', label {t} NOT NULL DEFAULT '',"
+        f" start_ns {i} NOT NULL, end_ns {i} NOT NULL, first_seq {i} NOT NULL,"
+        f" last_seq {i} NOT NULL, changes {i} NOT NULL, PRIMARY KEY ({tc}id))",
+        f"CREATE INDEX operations_first_seq ON operations ({tc}first_seq)",
+        *(f"ALTER TABLE changes ADD COLUMN {c}" for c in columns),
+        f"INSERT INTO operations ({tc}id, actor, start_ns, end_ns, first_seq, last_seq, changes)"
+        f" SELECT {tc}grp, min(author), min(time_ns), max(time_ns), min(seq), max(seq), count(*)"
+        f" FROM (SELECT {tc}seq, author, time_ns, sum(brk) OVER ({by_tree}ORDER BY seq) AS grp"
+        f" FROM (SELECT {tc}seq, author, time_ns, CASE WHEN author = lag(author) OVER w"
+        f" AND time_ns = lag(time_ns) OVER w THEN 0 ELSE 1 END AS brk FROM changes"
+        f" WINDOW w AS ({by_tree}ORDER BY seq)) AS marked) AS grouped GROUP BY {tc}grp",
+        "UPDATE changes SET prior_kind = '?', op = (SELECT o.id FROM operations o WHERE"
+        f" {key}o.first_seq <= changes.seq ORDER BY o.first_seq DESC LIMIT 1)",
+        f"CREATE INDEX changes_op ON changes ({tc}op, seq)",
+        # A server holding many trees keeps each tree's numbers in its row of ``trees``,
+        # read under that row's lock (a file takes its write lock first, then reads).
+        *(
+            [
+                f"ALTER TABLE trees ADD COLUMN op {i} NOT NULL DEFAULT 0",
+                "UPDATE trees SET op = coalesce((SELECT max(o.id) FROM operations o"
+                " WHERE o.tree = trees.id), 0)",
+            ]
+            if tc
+            else []
+        ),
+    ]
+
+
+STEPS.append(_operations)

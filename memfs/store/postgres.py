@@ -51,8 +51,10 @@ class PgDialect:
     tree_column = "tree, "
     tree_value = ":tree, "
     codec = "0"  # bytes are stored as they are
+    # The counters are the locked row's own columns: read after the lock is taken (a
+    # subquery's rows would be of the snapshot from before the wait).
     begin = (
-        "SELECT rev, seq, (SELECT min(due_ns) FROM gone WHERE tree = :tree) FROM trees"
+        "SELECT rev, seq, (SELECT min(due_ns) FROM gone WHERE tree = :tree), op FROM trees"
         " WHERE id = :tree FOR UPDATE"
     )
     usage = "SELECT files, dirs, bytes FROM trees WHERE id = :tree"
@@ -60,10 +62,14 @@ class PgDialect:
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
-        columns = "tree, seq, kind, path, old_path, author, time_ns, rev, size, sha256"
+        columns = (
+            "tree, seq, kind, path, old_path, author, time_ns, rev, size, sha256, op, mode,"
+            " target, prior_kind, prior_sha256, prior_size, prior_mode, prior_target"
+        )
         one = (
             f"INSERT INTO changes ({columns}) VALUES (:tree, :seq, :kind, :p, :old, :author,"
-            " :now, :rev, :size, :sha)"
+            " :now, :rev, :size, :sha, :op, :mode, :target, :pkind, :psha, :psize, :pmode,"
+            " :ptarget)"
         )
         # Many records in one statement, as one array per column: a recursive delete of
         # any size is one insert. (One record goes as plain values: sending arrays costs
@@ -71,13 +77,15 @@ class PgDialect:
         many = (
             f"INSERT INTO changes ({columns}) SELECT :tree, * FROM unnest(:seq::bigint[],"
             " :kind::text[], :p::text[], :old::text[], :author::text[], :now::bigint[],"
-            " :rev::bigint[], :size::bigint[], :sha::text[])"
+            " :rev::bigint[], :size::bigint[], :sha::text[], :op::bigint[], :mode::bigint[],"
+            " :target::text[], :pkind::text[], :psha::text[], :psize::bigint[],"
+            " :pmode::bigint[], :ptarget::text[])"
         )
         self._append_one, self._append_many = self.render(one), self.render(many)
         # NOTIFY is delivered at commit, to listeners only once the change is visible.
         counters = (
-            "UPDATE trees SET rev = :count_rev, seq = :count_seq WHERE id = :tree"
-            " RETURNING pg_notify(:channel, :payload)"
+            "UPDATE trees SET rev = :count_rev, seq = :count_seq, op = :count_op"
+            " WHERE id = :tree RETURNING pg_notify(:channel, :payload)"
         )
         self._finish = self.render(counters)
         self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
@@ -97,6 +105,9 @@ class PgDialect:
     def greatest(self, a: str, b: str) -> str:
         return f"greatest({a}, {b})"
 
+    def contains(self, text: str, part: str) -> str:
+        return f"strpos({text}, {part}) > 0"
+
     def octets(self, column: str) -> str:
         return f"octet_length({column})"
 
@@ -114,8 +125,14 @@ class PgDialect:
         else:
             db.run(self._append_many, _columns(records))
 
-    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
-        params = {"count_rev": rev, "count_seq": seq, "channel": self.channel, "payload": str(seq)}
+    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
+        params = {
+            "count_rev": rev,
+            "count_seq": seq,
+            "count_op": op,
+            "channel": self.channel,
+            "payload": str(seq),
+        }
         if not records:
             db.run(self._finish, params)
         elif len(records) == 1:
@@ -133,7 +150,10 @@ class PgDialect:
         return b"" if stored is None else bytes(stored)
 
 
-_RECORD = ("seq", "kind", "p", "old", "author", "now", "rev", "size", "sha")
+_RECORD = (
+    "seq", "kind", "p", "old", "author", "now", "rev", "size", "sha",
+    "op", "mode", "target", "pkind", "psha", "psize", "pmode", "ptarget",
+)  # fmt: skip
 
 
 def _columns(records: Sequence[Params]) -> dict[str, object]:

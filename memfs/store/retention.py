@@ -10,10 +10,11 @@ when only its last revision counts, NULL once the older rows are physically gone
 ``due_ns``: when the sweep next has rows to remove there):
 
 - ``delete`` trims at once (``trim_ns`` = the delete's time);
-- a rename's source (and every file of a moved directory) trims
-  :data:`~memfs.store.rules.MOVED_GRACE_NS` later, because atomic saves move a file
-  aside and bring a new one to its name within milliseconds: the returning name must
-  find its whole history.
+- a rename's source (and every file of a moved directory) keeps all its rows until its
+  history expires (``deleted_history_days``, and at least
+  :data:`~memfs.store.rules.MOVED_GRACE_NS`): atomic saves move a file aside and bring
+  a new one to its name within milliseconds, so the returning name must find its whole
+  history, and ``history --follow`` reads a moved file's earlier revisions there.
 
 Readers apply these rules through the store's clock (:func:`visible`), so what
 ``history`` shows never depends on when rows are physically removed. Removal is lazy:
@@ -151,7 +152,10 @@ def tombstone(store: SqlStore, tx: Tx, paths: list[str], now: int, *, moved: boo
         return
     # Not swept by this transaction (a later one does: removal is lazy), so a delete
     # costs no read after its writes.
-    trim = now + MOVED_GRACE_NS if moved else now
+    # A moved-away path keeps all its rows as long as a deleted one keeps its last (so
+    # history can follow the file across the move), and at least a save's grace.
+    days = store.limits.deleted_history_days * DAY_NS
+    trim = now + max(MOVED_GRACE_NS, days) if moved else now
     tx.db.many(store.q.tombstone, [{"p": path, "now": now, "trim": trim} for path in paths])
 
 

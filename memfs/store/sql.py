@@ -77,6 +77,9 @@ class Dialect(Protocol):
     def greatest(self, a: str, b: str) -> str:
         """The larger of two expressions."""
 
+    def contains(self, text: str, part: str) -> str:
+        """Whether text expression ``text`` contains ``part`` (no wildcards)."""
+
     def octets(self, column: str) -> str:
         """The length of a text column in UTF-8 bytes."""
 
@@ -101,9 +104,10 @@ class Dialect(Protocol):
         """Write change records: each a mapping of seq, kind, p (path), old (old path),
         author, now (time), rev, size and sha."""
 
-    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
         """At the end of a transaction that took numbers: write the ``records`` left,
-        store the tree's counters and wake followers (a server's NOTIFY)."""
+        store the tree's counters (revision, feed, operation) and wake followers (a
+        server's NOTIFY)."""
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         """Store ``data`` under its SHA-256 unless it is stored already."""

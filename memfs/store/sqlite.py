@@ -69,7 +69,8 @@ class SqliteDialect:
     codec = "b.codec"
     begin = (
         "SELECT (SELECT value FROM counters WHERE name = 'rev'),"
-        " (SELECT seq FROM changes ORDER BY seq DESC LIMIT 1), (SELECT min(due_ns) FROM gone)"
+        " (SELECT seq FROM changes ORDER BY seq DESC LIMIT 1), (SELECT min(due_ns) FROM gone),"
+        " (SELECT max(id) FROM operations)"
     )
     usage = (
         "SELECT (SELECT value FROM counters WHERE name = 'files'),"
@@ -83,8 +84,10 @@ class SqliteDialect:
     )
 
     _record = (
-        "INSERT INTO changes (seq, kind, path, old_path, author, time_ns, rev, size, sha256)"
-        " VALUES (:seq, :kind, :p, :old, :author, :now, :rev, :size, :sha)"
+        "INSERT INTO changes (seq, kind, path, old_path, author, time_ns, rev, size, sha256,"
+        " op, mode, target, prior_kind, prior_sha256, prior_size, prior_mode, prior_target)"
+        " VALUES (:seq, :kind, :p, :old, :author, :now, :rev, :size, :sha, :op, :mode,"
+        " :target, :pkind, :psha, :psize, :pmode, :ptarget)"
     )
 
     def t(self, alias: str = "") -> str:
@@ -92,6 +95,9 @@ class SqliteDialect:
 
     def greatest(self, a: str, b: str) -> str:
         return f"max({a}, {b})"
+
+    def contains(self, text: str, part: str) -> str:
+        return f"instr({text}, {part}) > 0"
 
     def octets(self, column: str) -> str:
         return f"length(CAST({column} AS BLOB))"  # the text's UTF-8 bytes
@@ -110,7 +116,7 @@ class SqliteDialect:
     def append(self, db: Cursor, records: Sequence[Params]) -> None:
         db.many(self._record, records)
 
-    def finish(self, db: Cursor, rev: int, seq: int, records: Sequence[Params]) -> None:
+    def finish(self, db: Cursor, rev: int, seq: int, op: int, records: Sequence[Params]) -> None:
         db.many(self._record, records)
         # The feed's numbers are its rows' own (changes.seq); only the revision counter
         # is kept apart.

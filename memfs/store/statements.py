@@ -17,7 +17,11 @@ COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
 E_COLS = ", ".join("e." + c for c in COLS.split(", "))
 REV_COLS = "rev, author, time_ns, size, sha256, redacted_by, redacted_ns"
 R_COLS = ", ".join("r." + c for c in REV_COLS.split(", "))
-CHANGE_COLS = "seq, kind, path, author, time_ns, old_path, rev, size, sha256"
+CHANGE_COLS = (
+    "seq, kind, path, author, time_ns, old_path, rev, size, sha256, op, mode, target,"
+    " prior_kind, prior_sha256, prior_size, prior_mode, prior_target"
+)
+OP_COLS = "id, actor, detail, label, start_ns, end_ns, first_seq, last_seq, changes"
 SUBTREE = "(path = :p OR (path >= :p || '/' AND path < :p || '0'))"
 BELOW = "path > :p || '/' AND path < :p || '0'"
 # One row whatever the joins to it find: reads of an entry, its parent and its history
@@ -58,10 +62,16 @@ class Statements:
         # many revisions it keeps.
         self.look_file = r(
             "SELECT e.kind, e.rev, e.size, e.mode, e.uid, e.gid, p.kind, g.deleted_ns,"
-            f" g.trim_ns, (SELECT count(*) FROM revisions x WHERE {t('x')} x.path = :p)"
-            f" FROM {ONE} LEFT JOIN entries e ON {t('e')} e.path = :p"
+            f" g.trim_ns, (SELECT count(*) FROM revisions x WHERE {t('x')} x.path = :p),"
+            f" c.sha256 FROM {ONE} LEFT JOIN entries e ON {t('e')} e.path = :p"
+            f" LEFT JOIN revisions c ON {t('c')} c.path = e.path AND c.rev = e.rev"
             f" LEFT JOIN entries p ON {t('p')} p.path = :parent"
             f" LEFT JOIN gone g ON {t('g')} g.path = :p"
+        )
+        # An entry and its current content's hash (a file's), for an attribute change.
+        self.stat_sha = r(
+            f"SELECT {E_COLS}, c.sha256 FROM entries e LEFT JOIN revisions c"
+            f" ON {t('c')} c.path = e.path AND c.rev = e.rev WHERE {t('e')} e.path = :p"
         )
         # An entry (all columns) and its parent's kind.
         self.look_node = r(
@@ -87,22 +97,30 @@ class Statements:
             " gid = coalesce(:gid, gid), mtime_ns = coalesce(:mtime, mtime_ns),"
             f" ctime_ns = :now WHERE {t()} path = :p"
         )
+        # What a delete removes, children first, each with what a record of it keeps.
         self.subtree = r(
-            f"SELECT path, kind, rev FROM entries WHERE {t()} {SUBTREE} ORDER BY path DESC"
+            "SELECT e.path, e.kind, e.rev, e.size, e.mode, e.target, c.sha256 FROM entries e"
+            f" LEFT JOIN revisions c ON {t('c')} c.path = e.path AND c.rev = e.rev"
+            f" WHERE {t('e')} (e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+            " ORDER BY e.path DESC"
         )
         self.delete_subtree = r(f"DELETE FROM entries WHERE {t()} {SUBTREE}")
         self.delete_entry = r(f"DELETE FROM entries WHERE {t()} path = :p")
         # A rename's source: every entry it moves, a file's with its current content.
         self.moving = r(
-            f"SELECT e.path, e.kind, r.size, r.sha256 FROM entries e LEFT JOIN revisions r"
+            "SELECT e.path, e.kind, r.size, r.sha256, e.mode, e.target FROM entries e"
+            " LEFT JOIN revisions r"
             f" ON {t('r')} r.path = e.path AND r.rev = e.rev AND e.kind = 'file'"
             f" WHERE {t('e')} (e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
         )
         # A rename's destination: its parent and whatever it would replace, with how
         # many revisions the path keeps.
         self.landing = r(
-            f"SELECT path, kind, (SELECT count(*) FROM revisions x WHERE {t('x')}"
-            f" x.path = :p) FROM entries WHERE {t()} (path = :parent OR {SUBTREE})"
+            f"SELECT e.path, e.kind, (SELECT count(*) FROM revisions x WHERE {t('x')}"
+            " x.path = :p), e.size, e.mode, e.target, c.sha256 FROM entries e"
+            f" LEFT JOIN revisions c ON {t('c')} c.path = e.path AND c.rev = e.rev"
+            f" WHERE {t('e')} (e.path = :parent OR e.path = :p OR (e.path >= :p || '/'"
+            " AND e.path < :p || '0'))"
         )
         self.move_subtree = r(
             "UPDATE entries SET path = :dst || substr(path, :n + 1), parent = CASE"
@@ -164,6 +182,41 @@ class Statements:
         )
         self.changes = r(changes.format(""))
         self.changes_back = r(changes.format(" DESC"))
+        self.changes_of = r(
+            f"SELECT {CHANGE_COLS} FROM changes WHERE {t()} op = :op ORDER BY seq LIMIT :n"
+        )
+        # --- the operation log ---------------------------------------------------------
+        self.add_operation = r(
+            f"INSERT INTO operations ({tc}{OP_COLS}) VALUES ({tv}:id, :actor, :detail,"
+            " :label, :start, :end, :first, :last, :n)"
+        )
+        self.grow_operation = r(
+            f"UPDATE operations SET end_ns = {d.greatest('end_ns', ':end')}, last_seq = :last,"
+            f" changes = changes + :n WHERE {t()} id = :id"
+        )
+        self.operation = r(f"SELECT {OP_COLS} FROM operations WHERE {t()} id = :id")
+        # Newest first; each filter is off when its parameter is NULL. Touching a path
+        # is any of the operation's records at it or below it, moved to or from there.
+        touches = (
+            f"EXISTS (SELECT 1 FROM changes c WHERE {t('c')} c.op = o.id AND"
+            " ((c.path = :p OR (c.path >= :p || '/' AND c.path < :p || '0'))"
+            " OR (c.old_path = :p OR (c.old_path >= :p || '/' AND c.old_path < :p || '0'))))"
+        )
+        self.operations = r(
+            f"SELECT {', '.join('o.' + c for c in OP_COLS.split(', '))} FROM operations o"
+            f" WHERE {t('o')} o.id < :before AND o.start_ns >= :since AND o.start_ns <= :until"
+            " AND (CAST(:actor AS TEXT) IS NULL OR"
+            f" {d.contains('o.actor', 'CAST(:actor AS TEXT)')})"
+            f" AND (CAST(:p AS TEXT) IS NULL OR {touches}) ORDER BY o.id DESC LIMIT :n"
+        )
+        # The records of an operation at these paths: files it made (their history is
+        # the operation's own, for files that go again inside it).
+        self.made_here = r(
+            f"SELECT path, rev FROM changes WHERE {t()} op = :op AND kind = 'create'"
+            " AND (path = :p OR (path >= :p || '/' AND path < :p || '0'))"
+        )
+        self.drop_revisions_from = r(f"DELETE FROM revisions WHERE {t()} path = :p AND rev >= :rev")
+        self.revisions_left = r(f"SELECT count(*) FROM revisions WHERE {t()} path = :p")
         self.last_seq = r(f"SELECT seq FROM changes WHERE {t()} TRUE ORDER BY seq DESC LIMIT 1")
         self.begin = r(d.begin)
         self.usage = r(d.usage)
