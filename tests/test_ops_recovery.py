@@ -115,6 +115,23 @@ def test_a_committed_append_is_never_applied_twice(
     assert authors(other, "log.md").count(actor("sh")) == 1
 
 
+def test_a_recovered_edit_that_meets_another_on_its_line_is_a_conflict_copy(
+    kernel: MakeKernel, programs: Program
+) -> None:
+    k = kernel(start=False)
+    other = k.other()
+    other.write("notes.md", b"title: draft\nbody\n", author="someone")
+    crash(k, f"ops.write('/notes.md', b'final', 7, 0, {W})\n", pid=programs("vim"))
+    other.write("notes.md", b"title: shipped\nbody\n", author="other mount")
+    k2 = kernel(start=False)
+    assert k2.ops.recover() == ["notes.md"]
+    assert other.read("notes.md")[0] == b"title: shipped\nbody\n"  # theirs stays
+    (conflict,) = k2.ops.writes.health.conflicts
+    copy = conflict.partition(" -> ")[2]
+    assert copy.startswith("notes.conflict-") and copy.endswith("-vim.md")  # from the journal
+    assert other.read(copy)[0] == b"title: final\nbody\n"
+
+
 # --- the store going away -----------------------------------------------------------------
 
 

@@ -263,7 +263,7 @@ def test_edits_of_one_line_are_kept_as_a_conflict_copy_named_in_the_health(
     (conflict,) = k.ops.writes.health.conflicts
     path, _, copy = conflict.partition(" -> ")
     assert path == "notes.md"
-    assert copy.startswith("notes.conflict-") and copy.endswith(".md")
+    assert copy.startswith("notes.conflict-") and copy.endswith("-vim.md")  # the program
     assert other.read(copy)[0] == b"title: final\nbody\n"  # ours, beside it
     assert k.health[-1].conflicts == (conflict,)  # published to `memfs status`
     assert (copy, FILE, 0) in k.ops.readdir("/", 0)

@@ -187,6 +187,15 @@ def _remedy(exc: BaseException) -> str:
     return ""
 
 
+def program_of(buf: Buffer) -> str:
+    """The program a conflict copy of ``buf`` is named after (``NAME.conflict-STAMP-
+    PROGRAM.EXT``): its writer's, or for a buffer saved from a journal the one its actor
+    names, ``"USER (PROGRAM)"``."""
+    if buf.writer is not None:
+        return buf.writer.program
+    return buf.author.rpartition(" (")[2].removesuffix(")")
+
+
 def same_writer(a: Writer | None, b: Writer) -> bool:
     """Whether two writers are one process: its id and start time decide, since a
     process that execs (``bash`` becoming ``cat`` after ``cat > f``) changes its name."""
@@ -620,7 +629,7 @@ class PendingWrites:
                 base_size=buf.base_size,
                 author=buf.author,
                 mode=buf.mode if buf.created else None,
-                side=buf.author.partition(" (")[0],
+                side=program_of(buf),
                 before_write=lambda target, expected, content: self._log().landing(
                     buf.ident, target, expected, hashlib.sha256(content).digest()
                 ),
