@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from memfs.paths import parent_of
 from memfs.store.base import Change, Store
 
 NoticeKind = Literal["created", "edited", "deleted", "renamed"]
@@ -326,8 +327,8 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> list[Notice]:
     for path in sorted(removed):
         if any(_under(path, old) for old in moved_away):
             continue
-        parent = path.rsplit("/", 1)[0] if "/" in path else None
-        if parent is not None and parent in removed and parent not in moved_away:
+        parent = parent_of(path)
+        if parent and parent in removed and parent not in moved_away:
             continue  # covered by its directory's notice
         found.append(Notice("deleted", model_path(path)))
     return found

@@ -216,6 +216,12 @@ def parse_rel(rel: str) -> MemPath:
     return parse(ROOT + "/" + rel if rel else ROOT)
 
 
+def parent_of(rel: str) -> str:
+    """The store-relative path of ``rel``'s directory: ``"a/b"`` -> ``"a"``, ``"a"`` -> ``""``
+    (the root). Pure string work, for paths already through the gate."""
+    return rel.rpartition("/")[0]
+
+
 def fits(depth: int, nbytes: int) -> bool:
     """Whether a store-relative path of ``depth`` segments and ``nbytes`` UTF-8 bytes is
     within the gate's limits (a rename checks every path it would create this way)."""

@@ -5,6 +5,7 @@ import pytest
 pytest_plugins = [
     "tests.fixtures.disks",
     "tests.fixtures.mount",
+    "tests.fixtures.ops",
     "tests.fixtures.model_server",
     "tests.fixtures.sync",
     "tests.fixtures.bad_stores",

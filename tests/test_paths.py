@@ -16,6 +16,7 @@ from memfs.paths import (
     ROOT_PATH,
     MemPath,
     name_problem,
+    parent_of,
     parse,
     parse_rel,
 )
@@ -271,3 +272,17 @@ def test_parse_is_total_and_canonical(segments: list[str]) -> None:
         assert "/" not in part and "\\" not in part
     assert parse(parsed.model) == parsed
     assert path in (parsed.model, parsed.model + "/")
+
+
+@pytest.mark.parametrize(
+    ("rel", "parent"), [("a/b/c.md", "a/b"), ("a/b", "a"), ("notes.md", ""), ("", "")]
+)
+def test_parent_of_a_store_path(rel: str, parent: str) -> None:
+    assert parent_of(rel) == parent
+
+
+@given(st.lists(st.sampled_from(["a", "b.md", "café", "x y"]), min_size=1, max_size=6))
+def test_parent_of_agrees_with_the_gate(segments: list[str]) -> None:
+    """The parent of a canonical path is the canonical path of its parent directory."""
+    parsed = parse_rel("/".join(segments))
+    assert parent_of(parsed.rel) == parsed.parent.rel

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from memfs.errors import Conflict, DirectoryNotEmpty, NotADirectory, NotFound
 from memfs.history.author import author_for
+from memfs.paths import parent_of
 from memfs.store.base import Store
 
 
@@ -84,7 +85,7 @@ def _emptied(store: Store, gone: set[str], author: str, dry_run: bool) -> list[s
     parents: set[str] = set()
     for path in gone:
         while "/" in path:
-            path = path.rpartition("/")[0]
+            path = parent_of(path)
             parents.add(path)
     removed: list[str] = []
     for directory in sorted(parents, key=lambda p: (-p.count("/"), p)):

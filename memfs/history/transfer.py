@@ -60,7 +60,7 @@ from memfs.history.formats import (
     unknown_archive,
     zip_entries,
 )
-from memfs.paths import MAX_DEPTH, name_problem, parse_rel, shown
+from memfs.paths import MAX_DEPTH, name_problem, parent_of, parse_rel, shown
 from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
 
 HISTORY_NAME = ".memfs-history.db"
@@ -461,7 +461,7 @@ class _Importer:
                 # Made by this import: the source's mode and mtime go on at the end.
                 self.dir_attrs.append((target, member.mode, member.mtime_ns))
             return
-        parent = target.rpartition("/")[0]
+        parent = parent_of(target)
         if parent and not self._ensure_dir(parent):
             return
         try:
@@ -543,7 +543,7 @@ class _Importer:
             self._refuse(path, f"the store has a {entry.kind} where a directory goes")
             return False
         if entry is None:
-            parent = path.rpartition("/")[0]
+            parent = parent_of(path)
             if parent and not self._ensure_dir(parent):
                 return False
             self.store.mkdir(path, author=self.author, mode=mode or DEFAULT_DIR_MODE)

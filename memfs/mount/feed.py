@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from memfs.errors import StoreError, StoreUnavailable
+from memfs.paths import parent_of
 from memfs.store.base import Change, Store
 
 log = logging.getLogger(__name__)
@@ -64,17 +65,13 @@ class OwnChanges:
             self._seqs = {s for s in self._seqs if s > seq}
 
 
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
 def touched_paths(change: Change) -> list[str]:
     """Every store path whose cached view a change can make wrong: it and its parent."""
     out: list[str] = []
     for path in (change.path, change.old_path):
         if path is None:
             continue
-        for p in (path, _parent(path)):
+        for p in (path, parent_of(path)):
             if p not in out:
                 out.append(p)
     return out
@@ -98,7 +95,7 @@ class StaleQueue(threading.Thread):
             return  # unmounting: there is no kernel cache left to tell
         with self._lock:
             self._paths[path] = None
-            self._paths[_parent(path)] = None
+            self._paths[parent_of(path)] = None
         self._wake.set()
 
     def stop(self) -> None:

@@ -252,7 +252,14 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             name, at = _text_at(body, _OPEN.size)
             author, _ = _text_at(body, at)
             whole = bool(flags & (WHOLE | CREATED))
-            buf = Recovered(name, author, base_rev, mode, bool(flags & CREATED), whole)
+            buf = Recovered(
+                path=name,
+                author=author,
+                base_rev=base_rev,
+                mode=mode,
+                created=bool(flags & CREATED),
+                whole=whole,
+            )
             if not whole:
                 buf.data = bytearray(base(name, base_rev))
                 buf.base_size = len(buf.data)

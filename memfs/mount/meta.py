@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from memfs.paths import parent_of
 from memfs.store.base import Entry
 
 MAX_ENTRIES = 200_000
@@ -36,10 +37,6 @@ class Listing:
 
     names: list[tuple[str, int]]
     native: Any = None
-
-
-def parent_of(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 class MetaCache:

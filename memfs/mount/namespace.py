@@ -91,6 +91,8 @@ class NamespaceOps:
         who = self._author()
         author = who.actor
         with self._mutex:
+            # Before the lookup: a store whose storage went away answers no entry at all.
+            self.writes.check_usable()
             entry = self.store.stat(p)
             if not entry.is_dir:
                 raise OSError(errno.ENOTDIR, "not a directory")
@@ -107,6 +109,7 @@ class NamespaceOps:
         who = self._author()
         author = who.actor
         with self._mutex:
+            self.writes.check_usable()  # as rmdir; and open handles keep their file
             buf = self.writes.get(p)
             self._keep_open_data(p, buf)
             self._cache.forget(p)
@@ -131,7 +134,14 @@ class NamespaceOps:
         if not fhs:
             return
         if buf is not None:
-            orphan = Orphan(p, bytearray(buf.data), buf.mode, buf.mtime_ns, buf.uid, buf.gid)
+            orphan = Orphan(
+                path=p,
+                data=bytearray(buf.data),
+                mode=buf.mode,
+                mtime_ns=buf.mtime_ns,
+                uid=buf.uid,
+                gid=buf.gid,
+            )
         else:
             entry = self.store.stat(p)
             if not entry.is_file:
@@ -139,7 +149,14 @@ class NamespaceOps:
                     self._handles.release(fh)  # what they named is gone already
                 return
             data, entry = self.store.read(p)
-            orphan = Orphan(p, bytearray(data), entry.mode, entry.mtime_ns, entry.uid, entry.gid)
+            orphan = Orphan(
+                path=p,
+                data=bytearray(data),
+                mode=entry.mode,
+                mtime_ns=entry.mtime_ns,
+                uid=entry.uid,
+                gid=entry.gid,
+            )
         for fh in fhs:
             self._handles.orphan(fh, orphan)
 

@@ -1,4 +1,5 @@
-"""Shared pieces of the FUSE operations: the error-mapping wrapper and path helpers.
+"""Shared pieces of the FUSE operations: the one errno mapping (:func:`errno_of`), the
+wrapper that applies it to every operation (:func:`op`), and the attribute helpers.
 
 No FUSE import here: :mod:`memfs.mount.fuse` is the only module that talks to libfuse.
 """
@@ -14,7 +15,6 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from memfs import errors
-from memfs.mount.options import errno_of
 from memfs.store.base import Entry
 
 log = logging.getLogger("memfs.mount.ops")
@@ -35,6 +35,36 @@ class Pending(Protocol):
     mtime_ns: int
     uid: int | None
     gid: int | None
+
+
+# Typed errors to errno, most specific first (a subclass before its base): StoreFull
+# is a StoreUnavailable, PathTooLong a PathError.
+ERRNOS: tuple[tuple[type[errors.MemfsError], int], ...] = (
+    (errors.NotFound, errno.ENOENT),
+    (errors.AlreadyExists, errno.EEXIST),
+    (errors.NotADirectory, errno.ENOTDIR),
+    (errors.IsADirectory, errno.EISDIR),
+    (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
+    (errors.Conflict, errno.EAGAIN),
+    (errors.TooLarge, errno.EFBIG),
+    (errors.CapExceeded, errno.EDQUOT),
+    (errors.InvalidMove, errno.EINVAL),
+    (errors.StoreFull, errno.ENOSPC),
+    (errors.StoreUnavailable, errno.EIO),
+    (errors.PathTooLong, errno.ENAMETOOLONG),
+    (errors.PathError, errno.EINVAL),
+)
+
+
+def errno_of(exc: BaseException) -> int:
+    """The errno for an exception raised inside an operation (the one mapping helper):
+    a typed error by :data:`ERRNOS`, an OSError by its own errno, anything else EIO."""
+    for kind, code in ERRNOS:
+        if isinstance(exc, kind):
+            return code
+    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
+        return exc.errno
+    return errno.EIO
 
 
 def op(method: Callable[..., T]) -> Callable[..., T]:
@@ -80,10 +110,6 @@ def rel(path: str | None) -> str:
     return path.strip("/")
 
 
-def parent_of(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
 def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str, int]:
     """fusepy's stat dict for ``entry``; a pending write buffer decides size and mtime.
     ``uid``/``gid`` stand in for entries that record no owner (the mounting user)."""
@@ -117,5 +143,15 @@ def attrs_of(entry: Entry, buf: Pending | None, uid: int, gid: int) -> dict[str,
 def pending_attrs(buf: Pending, uid: int, gid: int) -> dict[str, int]:
     """Attributes of a file that exists only as a buffer (created, not committed yet)."""
     now = buf.mtime_ns
-    entry = Entry(buf.path, "file", len(buf.data), buf.mode, now, now, 0, buf.uid, buf.gid)
+    entry = Entry(
+        path=buf.path,
+        kind="file",
+        size=len(buf.data),
+        mode=buf.mode,
+        mtime_ns=now,
+        ctime_ns=now,
+        rev=0,
+        uid=buf.uid,
+        gid=buf.gid,
+    )
     return attrs_of(entry, buf, uid, gid)

@@ -8,8 +8,9 @@ the kernel in "no open" mode (no OPEN/FLUSH/RELEASE round trips, pages cached ac
 opens); flush, access and the xattr ops are unregistered. ``release`` is registered
 but only files created through the mount send it (see :mod:`memfs.mount.handles`).
 
-Every operation maps errors to errno in ONE place, :func:`errno_of`; anything unexpected
-is logged with its traceback and becomes EIO.
+Every operation maps errors to errno in ONE place, :func:`memfs.mount.opkit.errno_of`
+(applied by the :func:`~memfs.mount.opkit.op` wrapper); anything unexpected is logged
+with its traceback and becomes EIO.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_pat
 from memfs.mount.handles import Handles
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
-from memfs.mount.opkit import attrs_of, op, parent_of, pending_attrs, rel
-from memfs.mount.options import MountOptions, errno_of
+from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
+from memfs.mount.options import MountOptions
 from memfs.mount.readcache import ReadCache
 from memfs.mount.writes import Health, PendingWrites, fits_gate
+from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 
 __all__ = ["MemfsOperations", "MountOptions", "errno_of"]

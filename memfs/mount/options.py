@@ -1,12 +1,9 @@
-"""Mount options and the one errno mapping of the FUSE operations (no FUSE import)."""
+"""Mount options: how the mount trades freshness, durability and speed (no FUSE import)."""
 
 from __future__ import annotations
 
-import errno
 from collections import Counter
 from dataclasses import dataclass
-
-from memfs import errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,28 +52,3 @@ class MountOptions:
     max_pending_bytes: int = 256 << 20
     expire_unused_for_ns: int | None = None
     callback_counter: Counter[str] | None = None
-
-
-def errno_of(exc: BaseException) -> int:
-    """The errno for an exception raised inside an operation (the one mapping helper)."""
-    table: list[tuple[type[BaseException], int]] = [
-        (errors.NotFound, errno.ENOENT),
-        (errors.AlreadyExists, errno.EEXIST),
-        (errors.NotADirectory, errno.ENOTDIR),
-        (errors.IsADirectory, errno.EISDIR),
-        (errors.DirectoryNotEmpty, errno.ENOTEMPTY),
-        (errors.Conflict, errno.EAGAIN),
-        (errors.TooLarge, errno.EFBIG),
-        (errors.CapExceeded, errno.EDQUOT),
-        (errors.InvalidMove, errno.EINVAL),
-        (errors.StoreFull, errno.ENOSPC),
-        (errors.StoreUnavailable, errno.EIO),
-        (errors.PathTooLong, errno.ENAMETOOLONG),
-        (errors.PathError, errno.EINVAL),
-    ]
-    for kind, code in table:
-        if isinstance(exc, kind):
-            return code
-    if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
-        return exc.errno
-    return errno.EIO

@@ -2,9 +2,11 @@
 the store behind a mounted directory.
 
 The files live in ``$MEMFS_STATE_DIR`` (tests point it at a temporary directory) or else
-in the per-user state directory (``~/.local/state/memfs/mounts``). The serving process
-writes its record once the mount is up and removes it when it stops; a record whose
-daemon died (``kill -9``, a reboot) is *stale*: :func:`scan` reports it and deletes it.
+in the per-user state directory (``~/.local/state/memfs/mounts``), beside each daemon's
+log, control socket and journals. The serving process writes its record once the mount
+is up and removes it when it stops; a record whose daemon died (``kill -9``, a reboot)
+is *stale*: :func:`scan` reports it and deletes it (the directory of records:
+:mod:`memfs.records`).
 
 Also here, because the CLI and the agent must agree on it: :func:`default_mountpoint`.
 """
@@ -13,20 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
-import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memfs import __version__
 from memfs.errors import MountError
 from memfs.private import private_dir, write_private
 from memfs.procs import pid_alive as pid_alive
 from memfs.procs import runs_since
+from memfs.records import STATE_DIR_ENV as STATE_DIR_ENV
+from memfs.records import RecordDir, record_name
 
-STATE_DIR_ENV = "MEMFS_STATE_DIR"
 MOUNTPOINT_ENV = "MEMFS_MOUNTPOINT"
 
 
@@ -63,23 +65,38 @@ class MountRecord:
         return runs_since(self.pid, self.started)
 
 
+def _parse(data: dict[str, Any]) -> MountRecord:
+    return MountRecord(
+        mountpoint=str(data["mountpoint"]),
+        store_url=str(data["store_url"]),
+        pid=int(data["pid"]),
+        log_path=str(data["log_path"]),
+        started=float(data["started"]),
+        version=str(data.get("version", "")),
+        unsaved=tuple(str(p) for p in data.get("unsaved", ())),
+        errors=int(data.get("errors", 0)),
+        recovery_dir=str(data.get("recovery_dir", "")),
+        store_problem=str(data.get("store_problem", "")),
+        store_down_since=float(data.get("store_down_since", 0.0)),
+        store_id=str(data.get("store_id", "")),
+        lost=str(data.get("lost", "")),
+        conflicts=tuple(str(c) for c in data.get("conflicts", ())),
+    )
+
+
+def _refuse(base: Path, exc: OSError) -> MountError:
+    return MountError(
+        f"Cannot create the memfs state directory {base}: {exc.strerror}; "
+        f"set {STATE_DIR_ENV} to a writable directory."
+    )
+
+
+_RECORDS = RecordDir(default="mounts", override="", parse=_parse, refuse=_refuse)
+
+
 def state_dir() -> Path:
     """Where the records and daemon logs live (created on demand)."""
-    override = os.environ.get(STATE_DIR_ENV)
-    if override:
-        base = Path(override).expanduser()
-    else:
-        from platformdirs import user_state_dir
-
-        base = Path(user_state_dir("memfs")) / "mounts"
-    try:
-        private_dir(base)
-    except OSError as exc:
-        raise MountError(
-            f"Cannot create the memfs state directory {base}: {exc.strerror}; "
-            f"set {STATE_DIR_ENV} to a writable directory."
-        ) from exc
-    return base
+    return _RECORDS.path()
 
 
 def default_mountpoint() -> Path:
@@ -98,13 +115,11 @@ def normalize(path: str | os.PathLike[str]) -> Path:
 
 
 def _key(mountpoint: Path) -> str:
-    digest = hashlib.sha256(str(mountpoint).encode("utf-8", "surrogateescape")).hexdigest()
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", mountpoint.name)[:40] or "root"
-    return f"{stem}-{digest[:16]}"
+    return record_name(str(mountpoint), str(mountpoint))
 
 
 def record_path(mountpoint: str | os.PathLike[str]) -> Path:
-    return state_dir() / f"{_key(normalize(mountpoint))}.json"
+    return _RECORDS.file(_key(normalize(mountpoint)))
 
 
 def log_path(mountpoint: str | os.PathLike[str]) -> Path:
@@ -149,65 +164,20 @@ def report_path(mountpoint: str | os.PathLike[str]) -> Path:
 
 def write(record: MountRecord) -> None:
     """Store ``record`` atomically (a reader never sees half a file)."""
-    write_private(record_path(record.mountpoint), json.dumps(asdict(record), indent=2) + "\n")
+    _RECORDS.write(_key(normalize(record.mountpoint)), record)
 
 
 def remove(mountpoint: str | os.PathLike[str], *, pid: int | None = None) -> None:
     """Delete the record of ``mountpoint``; with ``pid``, only if that daemon owns it (a
     daemon shutting down must not delete the record of the one that replaced it)."""
-    target = record_path(mountpoint)
-    if pid is not None:
-        current = _load(target)
-        if current is not None and current.pid != pid:
-            return
-    with contextlib.suppress(FileNotFoundError):
-        target.unlink()
-
-
-def _load(path: Path) -> MountRecord | None:
-    try:
-        data = json.loads(path.read_text())
-        return MountRecord(
-            mountpoint=str(data["mountpoint"]),
-            store_url=str(data["store_url"]),
-            pid=int(data["pid"]),
-            log_path=str(data["log_path"]),
-            started=float(data["started"]),
-            version=str(data.get("version", "")),
-            unsaved=tuple(str(p) for p in data.get("unsaved", ())),
-            errors=int(data.get("errors", 0)),
-            recovery_dir=str(data.get("recovery_dir", "")),
-            store_problem=str(data.get("store_problem", "")),
-            store_down_since=float(data.get("store_down_since", 0.0)),
-            store_id=str(data.get("store_id", "")),
-            lost=str(data.get("lost", "")),
-            conflicts=tuple(str(c) for c in data.get("conflicts", ())),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    key = _key(normalize(mountpoint))
+    _RECORDS.remove(key, unless=None if pid is None else (lambda current: current.pid != pid))
 
 
 def scan() -> tuple[list[MountRecord], list[MountRecord]]:
     """``(live, stale)`` records sorted by mountpoint; stale and unreadable records are
     deleted as they are found, so each stale one is reported once."""
-    live: list[MountRecord] = []
-    stale: list[MountRecord] = []
-    for path in sorted(state_dir().glob("*.json")):
-        record = _load(path)
-        if record is None:
-            # Half-written by a writer that died, or edited by hand: it names nothing usable.
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        if record.alive:
-            live.append(record)
-        else:
-            stale.append(record)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-    live.sort(key=lambda r: r.mountpoint)
-    stale.sort(key=lambda r: r.mountpoint)
-    return live, stale
+    return _RECORDS.scan(lambda r: r.mountpoint)
 
 
 def records() -> list[MountRecord]:
@@ -221,10 +191,7 @@ def lookup(path: str | os.PathLike[str], *, include_stale: bool = False) -> Moun
     daemon died, without deleting it."""
     target = normalize(path)
     best: MountRecord | None = None
-    for file in state_dir().glob("*.json"):
-        record = _load(file)
-        if record is None or not (include_stale or record.alive):
-            continue
+    for record in _RECORDS.each(include_stale=include_stale):
         mp = Path(record.mountpoint)
         if (target == mp or mp in target.parents) and (
             best is None or len(mp.parts) > len(Path(best.mountpoint).parts)

@@ -65,8 +65,8 @@ from memfs.errors import (
 )
 from memfs.mount import journal as jr
 from memfs.mount.bursts import Writer
-from memfs.mount.options import errno_of
-from memfs.paths import MAX_SEGMENT_BYTES, fits, parse_rel
+from memfs.mount.opkit import errno_of
+from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
 from memfs.store.base import Act, Entry, Store, Usage
 from memfs.store.rebase import Landing, Shape, land
 
@@ -185,6 +185,15 @@ def _remedy(exc: BaseException) -> str:
             f" delete files or raise the cap with ?{exc.cap}=N in the store URL)"
         )
     return ""
+
+
+def program_of(buf: Buffer) -> str:
+    """The program a conflict copy of ``buf`` is named after (``NAME.conflict-STAMP-
+    PROGRAM.EXT``): its writer's, or for a buffer saved from a journal the one its actor
+    names, ``"USER (PROGRAM)"``."""
+    if buf.writer is not None:
+        return buf.writer.program
+    return buf.author.rpartition(" (")[2].removesuffix(")")
 
 
 def same_writer(a: Writer | None, b: Writer) -> bool:
@@ -324,6 +333,7 @@ class PendingWrites:
     def truncate(self, path: str, size: int, who: Writer) -> None:
         self._check_size(path, size)
         with self.lock:
+            self.check_usable()  # before the lookup: a store gone away answers no entry
             buf = self._bufs.get(path)
             if buf is None:
                 entry = self.store.stat(path)
@@ -556,7 +566,7 @@ class PendingWrites:
             self._bound_journal()
 
     def _touch_dir(self, path: str) -> None:
-        parent = path.rpartition("/")[0]
+        parent = parent_of(path)
         self._touched[parent] = time.time_ns()
         self._touched.move_to_end(parent)
         while len(self._touched) > TOUCHED_DIRS:
@@ -619,7 +629,7 @@ class PendingWrites:
                 base_size=buf.base_size,
                 author=buf.author,
                 mode=buf.mode if buf.created else None,
-                side=buf.author.partition(" (")[0],
+                side=program_of(buf),
                 before_write=lambda target, expected, content: self._log().landing(
                     buf.ident, target, expected, hashlib.sha256(content).digest()
                 ),
@@ -800,11 +810,13 @@ class PendingWrites:
         ):
             return
         unsaved = tuple(sorted(self._unsaved))
+        problem, down_since = self._store_problem
         health = Health(
-            unsaved,
-            self.errors,
-            str(self.recovery_dir or ""),
-            *self._store_problem,
+            unsaved=unsaved,
+            errors=self.errors,
+            recovery_dir=str(self.recovery_dir or ""),
+            store_problem=problem,
+            store_down_since=down_since,
             conflicts=tuple(self._conflicts),
             lost=self._lost,
         )

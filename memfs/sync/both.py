@@ -47,13 +47,13 @@ log = logging.getLogger("memfs.sync")
 
 
 class BothSides(Looker):
-    """The merging and conflict-keeping part of :class:`memfs.sync.mirror.Engine`."""
+    """The merging and conflict-keeping part of :class:`memfs.sync.engine.Engine`."""
 
     # Paths whose recorded base may lag what both sides last held (see the docstring).
     stale: set[str]
     bases: Bases  # recent bases in memory, before the store's history is asked
 
-    # --- provided by memfs.sync.mirror.Engine -------------------------------------------
+    # --- provided by memfs.sync.engine.Engine -------------------------------------------
     def _pull(self, look: Look) -> None:
         raise NotImplementedError
 

@@ -42,7 +42,7 @@ class Skip(Exception):
 
 
 class Looker:
-    """The looking half of :class:`memfs.sync.mirror.Engine`."""
+    """The looking half of :class:`memfs.sync.engine.Engine`."""
 
     disk: Disk
     store: Store

@@ -19,8 +19,9 @@ import logging
 import stat
 
 from memfs.errors import MemfsError, NotFound
+from memfs.paths import parent_of
 from memfs.sync.disk import Oversize, Unstable
-from memfs.sync.mirror import Engine
+from memfs.sync.engine import Engine
 
 log = logging.getLogger("memfs.sync")
 
@@ -46,7 +47,7 @@ def try_rename(engine: Engine, src: str, dst: str, is_dir: bool) -> bool:
             return False
         except NotFound:
             pass
-        parent = dst.rpartition("/")[0]
+        parent = parent_of(dst)
         if parent:
             store.mkdir(parent, author=engine.author, parents=True, exist_ok=True)
         store.rename(src, dst, author=engine.author)

@@ -5,31 +5,25 @@ directory) or else in the per-user state directory (``~/.local/state/memfs/mirro
 :func:`run_recorded` writes a mirror's record once its first pass is done and DIR is
 watched, and removes it when the mirror stops; a record whose process died (kill -9, a
 reboot) is *stale*: :func:`scan` reports it once and deletes it. One file per process,
-so two mirrors never share (or delete) a record.
+so two mirrors never share (or delete) a record (the directory of records:
+:mod:`memfs.records`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
-import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memfs import __version__, procs
 from memfs.errors import SyncError
-from memfs.private import private_dir, write_private
+from memfs.records import STATE_DIR_ENV as STATE_DIR_ENV
+from memfs.records import RecordDir, record_name
 
 if TYPE_CHECKING:
-    from memfs.sync import Mirror
-
-# The same variable as the mount's records (memfs.mount.state): one setting moves all of
-# memfs's process records.
-STATE_DIR_ENV = "MEMFS_STATE_DIR"
+    from memfs.sync.mirror import Mirror
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,28 +41,36 @@ class MirrorRecord:
         return procs.runs_since(self.pid, self.started)
 
 
-def records_dir() -> Path:
-    override = os.environ.get(STATE_DIR_ENV)
-    if override:
-        base = Path(override).expanduser() / "mirrors"
-    else:
-        from platformdirs import user_state_dir
+def _parse(data: dict[str, Any]) -> MirrorRecord:
+    return MirrorRecord(
+        dir=str(data["dir"]),
+        store_url=str(data["store_url"]),
+        pid=int(data["pid"]),
+        started=float(data["started"]),
+        version=str(data.get("version", "")),
+    )
 
-        base = Path(user_state_dir("memfs")) / "mirrors"
-    try:
-        private_dir(base)
-    except OSError as exc:
-        raise SyncError(
-            f"cannot create the memfs state directory {base}: {exc.strerror}; "
-            f"set {STATE_DIR_ENV} to a writable directory"
-        ) from exc
-    return base
+
+def _refuse(base: Path, exc: OSError) -> SyncError:
+    return SyncError(
+        f"cannot create the memfs state directory {base}: {exc.strerror}; "
+        f"set {STATE_DIR_ENV} to a writable directory"
+    )
+
+
+_RECORDS = RecordDir(default="mirrors", override="mirrors", parse=_parse, refuse=_refuse)
+
+
+def records_dir() -> Path:
+    return _RECORDS.path()
+
+
+def _name(record: MirrorRecord) -> str:
+    return record_name(record.dir, f"{record.dir}\0{record.store_url}") + f"-{record.pid}"
 
 
 def record_path(record: MirrorRecord) -> Path:
-    digest = hashlib.sha256(f"{record.dir}\0{record.store_url}".encode()).hexdigest()[:16]
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(record.dir).name)[:40] or "root"
-    return records_dir() / f"{stem}-{digest}-{record.pid}.json"
+    return _RECORDS.file(_name(record))
 
 
 def new_record(dir: Path, store_url: str) -> MirrorRecord:
@@ -77,16 +79,15 @@ def new_record(dir: Path, store_url: str) -> MirrorRecord:
 
 def write(record: MirrorRecord) -> None:
     """Store ``record`` atomically (a reader never sees half a file)."""
-    target = record_path(record)
     try:
-        write_private(target, json.dumps(asdict(record), indent=2) + "\n")
+        _RECORDS.write(_name(record), record)
     except OSError as exc:
+        target = record_path(record)
         raise SyncError(f"cannot write the mirror's record {target}: {exc.strerror}") from exc
 
 
 def remove(record: MirrorRecord) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        record_path(record).unlink()
+    _RECORDS.remove(_name(record))
 
 
 def run_recorded(mirror: Mirror) -> None:
@@ -98,35 +99,7 @@ def run_recorded(mirror: Mirror) -> None:
         remove(record)
 
 
-def _load(path: Path) -> MirrorRecord | None:
-    try:
-        data = json.loads(path.read_text())
-        return MirrorRecord(
-            dir=str(data["dir"]),
-            store_url=str(data["store_url"]),
-            pid=int(data["pid"]),
-            started=float(data["started"]),
-            version=str(data.get("version", "")),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def scan() -> tuple[list[MirrorRecord], list[MirrorRecord]]:
     """``(live, stale)`` records sorted by directory; stale and unreadable records are
     deleted as they are found, so each stale one is reported once."""
-    live: list[MirrorRecord] = []
-    stale: list[MirrorRecord] = []
-    for path in sorted(records_dir().glob("*.json")):
-        record = _load(path)
-        if record is not None and record.alive:
-            live.append(record)
-            continue
-        if record is not None:
-            stale.append(record)
-        # Stale, or half-written by a writer that died: either way it names nothing usable.
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-    live.sort(key=lambda r: (r.dir, r.pid))
-    stale.sort(key=lambda r: (r.dir, r.pid))
-    return live, stale
+    return _RECORDS.scan(lambda r: (r.dir, r.pid))

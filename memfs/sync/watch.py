@@ -4,7 +4,7 @@ The watchdog observer thread only records *which* paths were touched and when; t
 mirror's worker takes a path once it has been quiet for ``quiet`` seconds, so an
 editor's burst (temp file, rename, chmod, close) becomes one look at the final file, and
 a file still being written is not read until the writes stop. This is the only module
-(with :mod:`memfs.sync` and :mod:`memfs.sync.inotify`) that imports watchdog.
+(with :mod:`memfs.sync.mirror` and :mod:`memfs.sync.inotify`) that imports watchdog.
 """
 
 from __future__ import annotations
