@@ -29,7 +29,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -51,8 +51,9 @@ class Notice:
     """What someone changed, with model paths (``/memories/...``): one path's change
     (``created`` to ``renamed``), or an operation's several (``changed``: ``path`` is
     the directory that holds them all). From the store's operation log come ``actor``,
-    ``summary`` (what it did, the actor left out) and ``op``, its id; a plain directory
-    has none of them."""
+    ``summary`` (what it did, the actor left out), ``op``, its id, and ``steps``, its net
+    steps with model paths (for doors that tell each path, the MCP server); a plain
+    directory has none of them."""
 
     kind: NoticeKind
     path: str
@@ -60,6 +61,12 @@ class Notice:
     actor: str | None = None
     summary: str = ""
     op: int | None = None
+    steps: tuple[Step, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The notice as one line: ``root (vim) edited /memories/todo.md``."""
+        return _describe(self)
 
 
 class Watcher(Protocol):
@@ -274,11 +281,13 @@ class ChangeFeed:
     def _notice(self, first: Change, steps: list[Step]) -> Notice:
         actor, _ = self._who(first)
         summary = _phrase(steps)
+        shown = tuple(steps)
         if len(steps) == 1:
             step = steps[0]
-            return Notice(_KINDS[step.action], step.path, step.old_path, actor, summary, first.op)
+            kind, path, old = _KINDS[step.action], step.path, step.old_path
+            return Notice(kind, path, old, actor, summary, first.op, shown)
         _, _, top = describe(steps, "")
-        return Notice("changed", top or PREFIX, None, actor, summary, first.op)
+        return Notice("changed", top or PREFIX, None, actor, summary, first.op, shown)
 
     def own_changes_done(self) -> None:
         pass  # own changes are recognised by their feed numbers and their actor
@@ -401,7 +410,7 @@ def format_notices(notices: list[Notice], limit: int = MAX_LISTED) -> str:
     """One short text block for the model; empty when there is nothing to say."""
     if not notices:
         return ""
-    listed = "; ".join(_describe(n) for n in notices[:limit])
+    listed = "; ".join(n.text for n in notices[:limit])
     more = len(notices) - limit
     if more > 0:
         listed += f"; and {more} more"
