@@ -1,24 +1,31 @@
-"""Change notices: what other people and agents changed under ``/memories`` since an
-agent last looked, as one short text block for the model.
+"""Change notices: what other people and agents did under ``/memories`` since an agent
+last looked, as one short text block for the model.
 
 Two sources give the same :class:`Notice` list:
 
-- :class:`ChangeFeed` follows a store's change feed (exact: it knows authors, renames
-  and the order of events). Each :meth:`ChangeFeed.poll` coalesces the records since the
-  previous poll per path: created then edited is *created*, created then deleted is
-  nothing, a file saved by writing a temporary file and renaming it over the original is
-  *edited*, and a rename stays a rename ``old -> new``.
+- :class:`ChangeFeed` follows a store's change feed and speaks in operations (invariant
+  12 of :mod:`memfs.store.base`): one notice per operation someone else made in the poll
+  window, its actor and what it did, summed up by
+  :func:`memfs.history.operations.describe` over the operation's net steps
+  (:func:`memfs.history.steps.fold`). So an editor's save (a temporary file renamed over
+  the original) is ``root (vim) edited /memories/todo.md``, a file made and removed in
+  one operation is nothing, and ``rm -rf`` of 5,000 files is one notice, ``root (rm)
+  deleted 5,000 files, removed 1 directory in /memories/many/``. An operation the poll
+  sees only part of (a burst still going on) is told as far as it got; the next poll
+  tells the rest.
 - :class:`SnapshotWatcher` is the fallback for a root that is not a memfs mount: it
   compares ``path -> (kind, size, mtime_ns, inode)`` snapshots of the directory tree.
   The agent re-takes the snapshot right after its own tool calls, so only what changed
-  while the model was thinking is reported (authors are unknown there).
+  while the model was thinking is reported (actors are unknown there).
 
 Hidden entries (a name starting with ``.``: editor swap files, lock files) are left out,
-as the memory tool's ``view`` leaves them out.
+as the memory tool's ``view`` leaves them out; a file moved in from a hidden name is
+new to the reader, one moved to a hidden name is gone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Collection, Iterable
@@ -26,10 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from memfs.history.operations import describe
+from memfs.history.steps import State, Step, fold
 from memfs.paths import parent_of
 from memfs.store.base import Change, Store
 
-NoticeKind = Literal["created", "edited", "deleted", "renamed"]
+NoticeKind = Literal["created", "edited", "deleted", "renamed", "changed"]
+# Who to leave out: a predicate on the operation's actor, or this process's pid (the
+# mount keeps it as the operation's detail), or nobody.
 Exclude = Callable[[str], bool] | int | None
 
 MAX_LISTED = 20
@@ -38,13 +49,25 @@ PREFIX = "/memories"
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """One coalesced change, with model paths (``/memories/...``)."""
+    """What someone changed, with model paths (``/memories/...``): one path's change
+    (``created`` to ``renamed``), or an operation's several (``changed``: ``path`` is
+    the directory that holds them all). From the store's operation log come ``actor``,
+    ``summary`` (what it did, the actor left out), ``op``, its id, and ``steps``, its net
+    steps with model paths (for doors that tell each path, the MCP server); a plain
+    directory has none of them."""
 
     kind: NoticeKind
     path: str
     old_path: str | None = None  # renames only
-    authors: tuple[str, ...] = ()
-    edited: bool = False  # a rename whose content changed too
+    actor: str | None = None
+    summary: str = ""
+    op: int | None = None
+    steps: tuple[Step, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The notice as one line: ``root (vim) edited /memories/todo.md``."""
+        return _describe(self)
 
 
 class Watcher(Protocol):
@@ -69,30 +92,6 @@ def _hidden(rel: str) -> bool:
     return any(part.startswith(".") for part in rel.split("/") if part)
 
 
-def _excluder(exclude: Exclude) -> Callable[[str], bool]:
-    if exclude is None:
-        return lambda author: False
-    if isinstance(exclude, int):
-        # The mount records authors as "{comm} (pid {tgid})"; the suffix is the contract.
-        suffix = f"(pid {exclude})"
-        return lambda author: author.endswith(suffix)
-    return exclude
-
-
-@dataclass
-class _Track:
-    """The object now at a path: where it was when the poll window opened (None: made
-    during the window), whether its content changed, and who touched it."""
-
-    origin: str | None
-    changed: bool = False
-    authors: list[str] = field(default_factory=list)
-
-    def touch(self, author: str) -> None:
-        if author not in self.authors:
-            self.authors.append(author)
-
-
 def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top + "/")
 
@@ -101,107 +100,57 @@ def _moved(path: str, old: str, new: str) -> str:
     return new + path[len(old) :]
 
 
-class _Window:
-    """The changes of one poll window, folded per path."""
+def _ancestors(path: str) -> Iterable[str]:
+    """``path`` and every directory above it (the root ``""`` last)."""
+    while path:
+        yield path
+        path = path.rpartition("/")[0]
+    yield ""
 
-    def __init__(self, known: set[str]) -> None:
-        self.known = known  # paths that exist, kept current through every change
-        self.cur: dict[str, _Track] = {}
-        self.gone: dict[str, list[str]] = {}  # original path -> authors of its removal
 
-    def _track(self, path: str) -> _Track:
-        track = self.cur.get(path)
-        if track is None:
-            track = self.cur[path] = _Track(origin=path)
-        return track
+_KINDS: dict[str, NoticeKind] = {
+    "create": "created",
+    "mkdir": "created",
+    "symlink": "created",
+    "modify": "edited",
+    "delete": "deleted",
+    "rmdir": "deleted",
+    "rename": "renamed",
+}
 
-    def _destroy(self, path: str, author: str | None) -> None:
-        """The object at ``path`` no longer exists (deleted, or replaced by a rename)."""
-        track = self.cur.pop(path, None)
-        origin = path if track is None else track.origin
-        if origin is not None:
-            authors = [] if track is None else list(track.authors)
-            if author is not None and author not in authors:
-                authors.append(author)
-            self.gone[origin] = authors
 
-    def apply(self, change: Change, own: bool) -> None:
-        kind, path, old = change.kind, change.path, change.old_path
-        if kind == "rename" and old is not None:
-            self._rename(old, path, change.author, own)
-        elif kind in ("delete", "rmdir"):
-            self.known.discard(path)
-            if own:
-                self.cur.pop(path, None)
-                self.gone.pop(path, None)
-            else:
-                self._destroy(path, change.author)
-        elif kind in ("create", "mkdir", "symlink"):
-            self.known.add(path)
-            if own:
-                self.cur.pop(path, None)
-                self.gone.pop(path, None)
-            else:
-                track = self.cur[path] = _Track(origin=None, changed=True)
-                track.touch(change.author)
-        elif kind != "attr":  # modify, truncate and kinds added later: content changed
-            self.known.add(path)
-            if own:
-                self.cur.pop(path, None)
-            else:
-                track = self._track(path)
-                track.changed = True
-                track.touch(change.author)
+def _making(state: State | None, replaced: State | None) -> Step:
+    """What arriving at a path from out of sight is: an edit of what it replaced, or new."""
+    kind = state.kind if state is not None else "file"
+    if replaced is not None and kind == "file":
+        return Step("modify", "", replaced, state)
+    return Step({"dir": "mkdir", "symlink": "symlink"}.get(kind, "create"), "", None, state)
 
-    def _rename(self, old: str, new: str, author: str, own: bool) -> None:
-        replaced = new in self.known
-        self.known = {_moved(p, old, new) if _under(p, old) else p for p in self.known}
-        self.known.add(new)
-        moving = {p: t for p, t in self.cur.items() if _under(p, old)}
-        for p in moving:
-            del self.cur[p]
-        if own:
-            for p in (old, new):
-                self.gone.pop(p, None)
-            self.cur.pop(new, None)
-            return
-        if replaced:
-            self._destroy(new, author)
-        for p, track in moving.items():
-            self.cur[_moved(p, old, new)] = track
-        track = self.cur.get(new)
-        if track is None:
-            track = self.cur[new] = _Track(origin=old)
-        track.touch(author)
 
-    def notices(self) -> list[Notice]:
-        live_origins = {t.origin for t in self.cur.values() if t.origin is not None}
-        found: list[Notice] = []
-        for path, track in self.cur.items():
-            authors = tuple(track.authors)
-            if track.origin is None:
-                replaced = path in self.gone and path not in live_origins
-                found.append(Notice("edited" if replaced else "created", path, authors=authors))
-            elif track.origin == path:
-                if track.changed:
-                    found.append(Notice("edited", path, authors=authors))
-            else:
-                found.append(Notice("renamed", path, track.origin, authors, track.changed))
-        for path, authors in self.gone.items():
-            if path in self.cur or path in live_origins:
-                continue
-            found.append(Notice("deleted", path, authors=tuple(authors)))
-        deleted = {n.path for n in found if n.kind == "deleted"}
-        # A recursive delete records every child; the directory's own notice covers them.
-        return [
-            n
-            for n in found
-            if not (n.kind == "deleted" and any(_under(n.path, d) and n.path != d for d in deleted))
-        ]
+def _phrase(steps: list[Step]) -> str:
+    """What an operation did, its actor left out: ``describe``'s summary, and a conflict
+    copy it kept named as one (the model should look at both versions)."""
+    copies = [(s.path, o) for s in steps if s.action == "create" and (o := _conflict_of(s.path))]
+    rest = [s for s in steps if not (s.action == "create" and _conflict_of(s.path))]
+    parts: list[str] = []
+    if rest:
+        # describe() leads with who did it; a notice puts the actor in front itself.
+        parts.append(describe(rest, "")[0].removeprefix(": "))
+        step = rest[0]
+        if len(rest) == 1 and step.action == "rename" and not _same_content(step):
+            parts[0] += " and edited it"
+    parts += [f"kept {copy} as a conflict copy beside {original}" for copy, original in copies]
+    return " and ".join(parts)
+
+
+def _same_content(step: Step) -> bool:
+    before, after = step.before, step.after
+    return before is None or after is None or before.sha256 == after.sha256
 
 
 class ChangeFeed:
-    """Notices from a store's change feed. ``since=None`` starts at the feed's end (now).
+    """Notices from a store's change feed, one per operation of someone else.
+    ``since=None`` starts at the feed's end (now).
 
     ``root`` is the store directory that ``/memories`` maps to (``""`` for the whole
     store, or a subdirectory when the agent's root is a directory inside a mount).
@@ -224,51 +173,125 @@ class ChangeFeed:
         self.own_seqs: Callable[[], Collection[int]] = frozenset
         self._close_store = close_store
         self.seq = store.last_seq() if since is None else since
-        # Which paths exist tells a rename onto an existing file (an editor's save) from
-        # a new file; the store records the replaced destination only implicitly.
-        self._known = {entry.path for entry in store.walk()}
+        self._ops: dict[int, tuple[str, str]] = {}  # within one fold: op -> actor, detail
 
     def _rel(self, path: str) -> str | None:
+        """The path below the root, or None when it is outside the root or hidden."""
         if not self.root:
-            return path
-        if path == self.root:
-            return ""
-        if path.startswith(self.root + "/"):
-            return path[len(self.root) + 1 :]
-        return None
+            rel = path
+        elif path == self.root:
+            rel = ""
+        elif path.startswith(self.root + "/"):
+            rel = path[len(self.root) + 1 :]
+        else:
+            return None
+        return None if _hidden(rel) else rel
 
     def poll(self, exclude: Exclude = None) -> list[Notice]:
-        is_own = _excluder(exclude if exclude is not None else self.exclude)
         changes = self.store.changes(self.seq)
         if changes:
             self.seq = changes[-1].seq
-        return self.fold(changes, is_own)
+        return self.fold(changes, exclude if exclude is not None else self.exclude)
 
-    def fold(self, changes: Iterable[Change], is_own: Callable[[str], bool]) -> list[Notice]:
-        window = _Window(self._known)
+    def _who(self, first: Change) -> tuple[str, str]:
+        """The actor and detail of the operation ``first`` belongs to."""
+        if first.op is None:
+            return first.author, ""
+        found = self._ops.get(first.op)
+        if found is None:
+            stored = self.store.operation(first.op)
+            found = self._ops[first.op] = (stored.actor, stored.detail)
+        return found
+
+    def _is_own(self, first: Change, exclude: Exclude) -> bool:
+        if exclude is None:
+            return False
+        actor, detail = self._who(first)
+        if isinstance(exclude, int):
+            # The mount keeps a process's id as its operation's detail; records from
+            # before the operation log carry it in the author ("memfs (pid 90)").
+            return detail == f"pid {exclude}" or actor.endswith(f"(pid {exclude})")
+        return exclude(actor)
+
+    def fold(self, changes: Iterable[Change], exclude: Exclude = None) -> list[Notice]:
+        """The notices of these records (oldest first): one per operation not our own."""
         mine = self.own_seqs()
+        self._ops = {}
+        groups: dict[int, list[Change]] = {}
         for change in changes:
-            window.apply(change, change.seq in mine or is_own(change.author))
-        self._known = window.known
-        result: list[Notice] = []
-        for notice in window.notices():
-            rel = self._rel(notice.path)
-            old = self._rel(notice.old_path) if notice.old_path is not None else None
-            if rel is None or _hidden(rel):
+            # A record from before the operation log is an operation of its own.
+            key = change.op if change.op is not None else -change.seq
+            groups.setdefault(key, []).append(change)
+        own: set[int] = set()
+        for key, records in groups.items():
+            first = records[0]
+            if any(c.seq in mine for c in records) or self._is_own(first, exclude):
+                own.add(key)
+        # A path our own operation touched after someone else did is known to us as it
+        # is now: their earlier change of it is no news.
+        touched: dict[str, int] = {}
+        for key in own:
+            for change in groups[key]:
+                for path in (change.path, change.old_path):
+                    if path is not None:
+                        touched[path] = max(touched.get(path, 0), change.seq)
+        found: list[Notice] = []
+        for key, records in groups.items():
+            if key in own:
                 continue
-            if notice.kind == "renamed" and (old is None or _hidden(old)):
-                # Moved in from outside the root or from a hidden name: new to the reader.
-                kind: NoticeKind = "created"
-                result.append(Notice(kind, model_path(rel), authors=notice.authors))
+            last = records[-1].seq
+            steps = [
+                shown
+                for step in fold(records)
+                if not self._known_since(step, touched, last)
+                and (shown := self._shown(step)) is not None
+            ]
+            if steps:
+                found.append(self._notice(records[0], steps))
+        return found
+
+    @staticmethod
+    def _known_since(step: Step, touched: dict[str, int], after: int) -> bool:
+        for path in (step.path, step.old_path):
+            if path is None:
                 continue
-            old_model = model_path(old) if old is not None else None
-            result.append(
-                Notice(notice.kind, model_path(rel), old_model, notice.authors, notice.edited)
-            )
-        return result
+            if any(touched.get(p, 0) > after for p in _ancestors(path)):
+                return True
+        return False
+
+    def _shown(self, step: Step) -> Step | None:
+        """The step as the model sees it (model paths), or None when it cannot see it
+        (outside the root, hidden, or a mode change)."""
+        if step.action == "attr":
+            return None
+        new = self._rel(step.path)
+        if step.action != "rename":
+            return None if new is None else dataclasses.replace(step, path=model_path(new))
+        old = self._rel(step.old_path) if step.old_path is not None else None
+        if new is not None and old is not None:
+            return dataclasses.replace(step, path=model_path(new), old_path=model_path(old))
+        if new is not None:  # moved in from out of sight: new to the reader
+            made = _making(step.after, step.replaced)
+            return dataclasses.replace(made, path=model_path(new), rev=step.rev)
+        if old is not None:  # moved out of sight: gone
+            kind = step.before.kind if step.before is not None else "file"
+            action = "rmdir" if kind == "dir" else "delete"
+            return Step(action, model_path(old), step.before, None)
+        return None
+
+    def _notice(self, first: Change, steps: list[Step]) -> Notice:
+        actor, _ = self._who(first)
+        summary = _phrase(steps)
+        shown = tuple(steps)
+        if len(steps) == 1:
+            step = steps[0]
+            kind, path, old = _KINDS[step.action], step.path, step.old_path
+            return Notice(kind, path, old, actor, summary, first.op, shown)
+        _, _, top = describe(steps, "")
+        return Notice("changed", top or PREFIX, None, actor, summary, first.op, shown)
 
     def own_changes_done(self) -> None:
-        pass  # own changes are recognised by their author
+        pass  # own changes are recognised by their feed numbers and their actor
 
     def close(self) -> None:
         if self._close_store:
@@ -372,25 +395,23 @@ def _conflict_of(path: str) -> str | None:
 
 def _describe(notice: Notice) -> str:
     original = _conflict_of(notice.path) if notice.kind == "created" else None
-    if notice.kind == "renamed":
+    if notice.summary:
+        text = notice.summary
+    elif notice.kind == "renamed":
         text = f"renamed {notice.old_path} -> {notice.path}"
-        if notice.edited:
-            text += " and edited it"
     elif original is not None:
         # Two writers changed the same lines: the model should look at both versions.
         text = f"kept {notice.path} as a conflict copy beside {original}"
     else:
         text = f"{notice.kind} {notice.path}"
-    if notice.authors:
-        text += f" (by {', '.join(notice.authors)})"
-    return text
+    return f"{notice.actor} {text}" if notice.actor else text
 
 
 def format_notices(notices: list[Notice], limit: int = MAX_LISTED) -> str:
     """One short text block for the model; empty when there is nothing to say."""
     if not notices:
         return ""
-    listed = "; ".join(_describe(n) for n in notices[:limit])
+    listed = "; ".join(n.text for n in notices[:limit])
     more = len(notices) - limit
     if more > 0:
         listed += f"; and {more} more"

@@ -1,11 +1,13 @@
 """Change notices in a real agent session: a person edits a file while the model thinks,
 and the next request carries exactly one notice naming it; the agent's own edits never
 appear. Once on a plain directory (snapshot fallback), once on a real FUSE mount (the
-store's change feed, with the person's author)."""
+store's change feed, one line per operation with the person's user and program: an
+``rm -rf`` of 5,000 files is one line)."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from tests.fixtures.model_server import ModelServer, Request, memory, reply, tex
 from tests.fixtures.mount import wait_for
 
 NOTICE_START = "Since your last turn, people changed /memories: "
+ME = pwd.getpwuid(os.getuid()).pw_name  # the person: this test's user
 
 
 def _notice_blocks(request: Request) -> list[str]:
@@ -94,20 +97,17 @@ def test_notice_on_a_real_mount_names_the_person(
     # The mount commits a file when its last handle is released, which close() does not
     # wait for: without this, the person's append could join our write as one "create".
     wait_for(lambda: _content(store, "todo.md") == b"- milk\n", timeout=10, what="todo.md")
-    people: list[int] = []
 
     def person(_: Request) -> None:
-        # Another process, so that its author differs from the agent's own pid.
+        # Another process, so that its operation is not the agent's own.
         target = mountpoint / "todo.md"
-        proc = subprocess.run(
-            ["sh", "-c", 'printf -- "- eggs\\n" >> "$1"; echo $$', "sh", str(target)],
+        subprocess.run(
+            ["sh", "-c", 'printf -- "- eggs\\n" >> "$1"', "sh", str(target)],
             check=True,
             capture_output=True,
             text=True,
             timeout=30,
         )
-        people.append(int(proc.stdout))
-
         edited = b"- milk\n- eggs\n"
         wait_for(lambda: _content(store, "todo.md") == edited, timeout=10, what="the edit")
 
@@ -117,10 +117,7 @@ def test_notice_on_a_real_mount_names_the_person(
     requests = model_server.requests
     assert len(requests) == 4
     assert [len(_notice_blocks(r)) for r in requests] == [0, 0, 1, 0]
-    (pid,) = people
-    assert _notice_blocks(requests[2]) == [
-        f"{NOTICE_START}edited /memories/todo.md (by sh (pid {pid}))."
-    ]
+    assert _notice_blocks(requests[2]) == [f"{NOTICE_START}{ME} (sh) edited /memories/todo.md."]
     assert sum(isinstance(e, NoticeAdded) for e in events) == 1
     # The agent's own writes went to the mount's store, by its actor, and show there.
     assert (mountpoint / "agent.md").read_text() == "ours\n"
@@ -145,17 +142,17 @@ def test_explicit_store_gives_authors_on_a_plain_directory(
     url = f"sqlite:///{tmp_path / 'memory.db'}"
     store = open_store(url)
     try:
-        store.write("todo.md", b"- milk\n", author="vim (pid 812)")
+        store.write("todo.md", b"- milk\n", author="vim")
 
         def person(_: Request) -> None:
-            store.write("todo.md", b"- milk\n- eggs\n", author="vim (pid 812)")
+            store.write("todo.md", b"- milk\n- eggs\n", author="vim")
 
         _script(model_server, person)
         list(run_agent("Keep notes.", root, client=model_server.client(), store_url=url))
     finally:
         store.close()
     notices = [_notice_blocks(r) for r in model_server.requests]
-    assert notices == [[], [], [f"{NOTICE_START}edited /memories/todo.md (by vim (pid 812))."], []]
+    assert notices == [[], [], [f"{NOTICE_START}vim edited /memories/todo.md."], []]
 
 
 @pytest.mark.fuse
@@ -194,7 +191,7 @@ def test_cli_agent_on_the_default_mount(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Seen it.\n"
-    expected = f"{NOTICE_START}created /memories/ideas.md (by {me} (pid {os.getpid()}))."
+    expected = f"{NOTICE_START}{ME} ({me}) created /memories/ideas.md."
     assert [_notice_blocks(r) for r in model_server.requests] == [[], [], [expected], []]
     assert f"notice: {expected}\n" in done.stderr
     assert "memory create /memories/agent.md ok\n" in done.stderr
@@ -218,7 +215,6 @@ def test_a_vim_save_on_the_mount_is_one_edit(model_server: ModelServer, memfs_mo
     store = memfs_mount.store()
     (mountpoint / "todo.md").write_text("- milk\n")
     wait_for(lambda: _content(store, "todo.md") == b"- milk\n", timeout=10, what="todo.md")
-    pids: list[int] = []
 
     def person(_: Request) -> None:
         edit = ["-c", "%s/milk/oat milk/", "-c", "wq"]
@@ -232,7 +228,6 @@ def test_a_vim_save_on_the_mount_is_one_edit(model_server: ModelServer, memfs_mo
             assert proc.wait(timeout=30) == 0
         finally:
             proc.kill()
-        pids.append(proc.pid)
         edited = b"- oat milk\n"
         wait_for(lambda: _content(store, "todo.md") == edited, timeout=10, what="vim's save")
 
@@ -240,8 +235,41 @@ def test_a_vim_save_on_the_mount_is_one_edit(model_server: ModelServer, memfs_mo
     list(run_agent("Keep notes.", mountpoint, client=model_server.client()))
     notices = [_notice_blocks(r) for r in model_server.requests]
     assert [len(n) for n in notices] == [0, 0, 1, 0]
-    (pid,) = pids
-    pattern = (
-        rf"{re.escape(NOTICE_START)}edited /memories/todo\.md \(by vim[\w.]* \(pid {pid}\)\)\."
-    )
+    pattern = rf"{re.escape(NOTICE_START)}{ME} \(vim[\w.]*\) edited /memories/todo\.md\."
     assert re.fullmatch(pattern, notices[2][0]), notices[2][0]
+
+
+@pytest.mark.fuse
+def test_rm_rf_of_5000_files_is_one_line_of_the_notice(
+    model_server: ModelServer, memfs_mount: Any
+) -> None:
+    mountpoint = Path(memfs_mount.mountpoint)
+    store = memfs_mount.store()
+    with store.batch():
+        for i in range(5000):
+            store.write(f"many/{i}.md", b"x\n", author="seed", parents=True)
+    wait_for(lambda: len(os.listdir(mountpoint / "many")) == 5000, what="the files")
+
+    def person(_: Request) -> None:
+        subprocess.run(["rm", "-rf", str(mountpoint / "many")], check=True, timeout=120)
+        wait_for(lambda: not _exists(store, "many"), timeout=30, what="rm -rf committed")
+
+    _script(model_server, person)
+    # The person's rm runs while the model "thinks": the request waits for it.
+    client = model_server.client(timeout=180.0)
+    list(run_agent("Keep notes.", mountpoint, client=client))
+    notices = [_notice_blocks(r) for r in model_server.requests]
+    assert notices == [
+        [],
+        [],
+        [f"{NOTICE_START}{ME} (rm) deleted 5,000 files, removed 1 directory in /memories/many/."],
+        [],
+    ]
+
+
+def _exists(store: Any, path: str) -> bool:
+    try:
+        store.stat(path)
+    except NotFound:
+        return False
+    return True

@@ -7,6 +7,8 @@ people are this test process reading and writing the mountpoint.
 
 from __future__ import annotations
 
+import os
+import pwd
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 
 from memfs.mount import state
 from memfs.store import open_store
-from tests.fixtures.mcp import McpProcess, http_client, stdio_client, text_of
+from tests.fixtures.mcp import McpProcess, Notices, http_client, stdio_client, text_of
 from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
 
 pytestmark = [pytest.mark.fuse, pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
@@ -109,6 +111,50 @@ def test_a_persons_edit_through_the_mount_notifies_a_subscribed_client(
     text, updated = anyio.run(run)
     assert text == "- one\n- two\n"
     assert uri in updated and "memory:///memories/notes" in updated
+
+
+def test_rm_rf_of_5000_files_is_one_update_of_their_directory_with_its_summary(
+    memfs_mount: MountHandle,
+) -> None:
+    """One operation, one notification per subscribed URI: the directory that holds the
+    files (and the root above it) once each, with the operation's summary; a file's own
+    subscriber still hears of its file, and a one-file operation notifies that file."""
+    mnt = memfs_mount.mountpoint
+    store = memfs_mount.store()
+    with store.batch():
+        for i in range(5000):
+            store.write(f"many/d{i % 10}/{i}.md", b"x\n", author="seed", parents=True)
+    (mnt / "keep.md").write_text("keep\n")
+    wait_for(lambda: len(os.listdir(mnt / "many" / "d9")) == 500, what="the files on the mount")
+    many, root, one = (
+        "memory:///memories/many",
+        "memory:///memories",
+        "memory:///memories/many/d3/13.md",
+    )
+    keep = "memory:///memories/keep.md"
+    me = pwd.getpwuid(os.getuid()).pw_name
+    summary = f"{me} (rm) deleted 5,000 files, removed 11 directories in /memories/many/"
+
+    async def run() -> Notices:
+        async with stdio_client(["--root", str(mnt)], "watcher") as (client, notices):
+            for uri in (many, root, one, keep):
+                await client.session.subscribe_resource(uri)
+            rm = await anyio.run_process(["rm", "-rf", str(mnt / "many")], check=True)
+            assert rm.returncode == 0
+            await notices.wait_updated(many, timeout=60)
+            with open(mnt / "keep.md", "a") as f:  # a later operation of one file
+                f.write("more\n")
+            await notices.wait_updated(keep, timeout=30)
+            return notices
+
+    notices = anyio.run(run)
+    updated = notices.updated()
+    assert updated.count(many) == 1 and updated.count(root) == 2 and updated.count(one) == 1
+    assert notices.summaries(many) == [summary]
+    assert notices.summaries(one) == [summary]
+    comm = Path("/proc/self/comm").read_text().strip()  # the person: this test process
+    assert notices.summaries(keep) == [f"{me} ({comm}) edited /memories/keep.md"]
+    assert len(updated) == 5
 
 
 def test_another_agents_edit_reaches_a_listening_client_over_http(

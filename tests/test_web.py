@@ -77,9 +77,8 @@ def test_see_an_operation_its_diff_undo_it_and_read_the_old_content_through_the_
     assert not created["is_error"] and not edited["is_error"], (created, edited)
     server = web_server("--root", str(mnt))
     page.goto(server.url + "/")
-    # The edit's operation: "edited plan.md" once #16 folds atomic saves; until then
-    # the handler's save shows as its temporary file renamed over plan.md.
-    edit = re.compile(r"(edited plan\.md|-> plan\.md)$")
+    # The edit's operation: the handler's atomic save folded into one edit of plan.md.
+    edit = re.compile(r"edited plan\.md$")
     row = page.locator("tr.op", has=page.get_by_role("link", name=edit))
     row.first.wait_for()
     assert ACTOR in row.first.locator("td.actor").inner_text()
@@ -92,6 +91,40 @@ def test_see_an_operation_its_diff_undo_it_and_read_the_old_content_through_the_
     page.get_by_text(re.compile("This operation undid operation")).wait_for()
     wait_for(lambda: (mnt / "plan.md").read_text() == "alpha\nbeta\n", what="undone content")
     assert "web:" in page.locator("dl.facts").inner_text()
+    # The undo is one operation of the page's person, named in the address it went to.
+    (undo,) = memfs_mount.store().operations(actor="web:")
+    assert page.url.endswith(f"/op/{undo.id}?note=undid-{undo.id - 1}")
+    assert undo.detail == f"undo of operation {undo.id - 1}"
+
+
+@pytest.mark.fuse
+def test_an_operation_page_shows_its_steps_with_no_temporary_names(
+    memfs_mount: MountHandle, web_server: Callable[..., WebProcess], page: Any
+) -> None:
+    """sed -i through the mount: its temporary file and rename are one edit of the file,
+    diffed line by line; a binary file's step by size and hash."""
+    mnt = memfs_mount.mountpoint
+    store = memfs_mount.store()
+    (mnt / "todo.md").write_text("- milk\n- bread\n")
+    wait_for(lambda: store.read("todo.md")[0] == b"- milk\n- bread\n", what="todo.md")
+    script = 'sed -i s/milk/oat-milk/ "$1" && printf "\\000\\001\\002" > "$2"'
+    both = ["sh", "-c", script, "sh", str(mnt / "todo.md"), str(mnt / "blob.bin")]
+    subprocess.run(both, check=True, timeout=30)
+    wait_for(lambda: store.read("todo.md")[0] == b"- oat-milk\n- bread\n", what="sed")
+    wait_for(lambda: store.read("blob.bin")[0] == b"\0\1\2", what="the blob")
+    (sed,) = store.operations(actor="(sed)")
+    (sh,) = store.operations(actor="(sh)")
+    server = web_server("--root", str(mnt))
+    page.goto(f"{server.url}/op/{sed.id}")
+    assert page.locator("section.change h2").all_inner_texts() == ["edited todo.md"]
+    assert page.locator("tr.del td.t").inner_text().endswith("- milk")
+    assert page.locator("tr.add td.t").inner_text().endswith("- oat-milk")
+    page.goto(f"{server.url}/op/{sh.id}")
+    assert page.locator("section.change h2").all_inner_texts() == ["created blob.bin"]
+    digest = store.history("blob.bin")[0].sha256
+    assert page.locator("p.binary").inner_text() == (
+        f"Binary content: after 3 B, sha256 {digest[:16]}"
+    )
 
 
 @pytest.mark.fuse
@@ -105,8 +138,10 @@ def test_a_write_through_the_mount_shows_in_the_open_timeline_within_2_s(
     page.goto(server.url + "/")
     page.wait_for_function("document.querySelector('table[data-following]') !== null")
     page.evaluate("window.notReloaded = true")
-    (mnt / "live.md").write_text("written while the page is open\n")
-    page.get_by_role("link", name=re.compile("created live.md")).wait_for(timeout=2000)
+    # Another process (this one's writes within 2 s would be the same operation).
+    write = ["sh", "-c", 'echo "written while the page is open" > "$1"', "sh", str(mnt / "live.md")]
+    subprocess.run(write, check=True, timeout=30)
+    page.get_by_role("link", name=re.compile("sh: created live.md")).wait_for(timeout=2000)
     assert page.evaluate("window.notReloaded") is True
 
 
@@ -162,9 +197,9 @@ def test_undo_with_conflicts_shows_them_and_changes_nothing(
 ) -> None:
     server = web_server("--store", sqlite_url(db))
     with open_store(sqlite_url(db)) as store:
-        first = store.changes(0, 1)[0].seq  # vim's create, edited since by the planner
+        (vim,) = store.operations(actor="vim")  # its create, edited since by the planner
         before = store.last_seq()
-    page.goto(f"{server.url}/op/{first}/undo")
+    page.goto(f"{server.url}/op/{vim.id}/undo")
     assert "'notes/plan.md' was changed since" in page.locator("section.conflicts").inner_text()
     assert page.get_by_role("button", name="Undo anyway").is_visible()
     with open_store(sqlite_url(db)) as store:

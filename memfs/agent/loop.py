@@ -8,9 +8,11 @@ model was thinking. The session owns its message thread, so the notice goes in w
 thread's public ``append()`` (the runner places the tool results ahead of it) and an
 interactive session continues the same server-side conversation prompt after prompt.
 
-Own changes never show up in a notice: on a memfs mount the change feed names each
-author ``"{comm} (pid {tgid})"`` and this process's pid is filtered out; on a plain
-directory the snapshot is re-taken right after the agent's own tool calls.
+Own changes never show up in a notice: on a memfs mount the notices are the store's
+operations (one line each, :mod:`memfs.notices`), and the agent's own are left out by the
+feed numbers its handler made (and, for writes through the mount, by this process's id,
+which the mount keeps as the operation's detail); on a plain directory the snapshot is
+re-taken right after the agent's own tool calls.
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
 """A file's revisions across renames, as ``git log --follow`` shows a file's history.
 
-PROVISIONAL, until ``memfs history --follow`` (issue #16, item 6) lands in the history
-modules; memfs web calls :func:`lineage` and will call that instead.
-
 History belongs to paths (:mod:`memfs.store.base`, invariant 6), so ``store.history(P)``
 already holds every save of P, atomic saves included. What it lacks is where the file
-was before it arrived at P by a plain rename (a rename onto a free name, or with its
+was before it arrived at P by a plain move (a rename onto a free name, or with its
 directory): :func:`lineage` reads the feed newest first and, at each such rename, goes
-on with the old name's revisions from before it. A rename onto a file that existed
-keeps P's own history (that is a save, not a move).
+on with the old name's revisions from before it. A rename onto a file keeps P's own
+history (that is a save, not a move).
+
+Whether a rename replaced a file is in its own record (``prior_kind``, invariant 12).
+Only records from before the operation log (``prior_kind`` ``"?"``) need the feed read
+back to the last record that named the path (:func:`existed_before`).
+
+``memfs web``'s history page and ``memfs history --follow`` both call :func:`lineage`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from memfs.errors import NotFound
 from memfs.store.base import Change, Revision, Store
 
 PAGE = 1000
+UNRECORDED = "?"  # the prior_kind of a record written before the store kept priors
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +48,8 @@ def _moved(change: Change, path: str) -> str | None:
 
 def existed_before(store: Store, path: str, before_seq: int) -> bool:
     """Whether something was at ``path`` just before change ``before_seq``: the nearest
-    older record that names it says."""
+    older record that names it says. For records without priors only; a record with
+    them says it itself (:func:`replaced_a_file`)."""
     until = before_seq - 1
     while until > 0:
         page = store.changes(0, PAGE, until=until, newest_first=True)
@@ -61,6 +66,14 @@ def existed_before(store: Store, path: str, before_seq: int) -> bool:
     return False
 
 
+def replaced_a_file(store: Store, change: Change) -> bool:
+    """Whether rename ``change`` landed on a file that was at its destination: a save,
+    whose history is the destination's own."""
+    if change.prior_kind == UNRECORDED or change.op is None:
+        return existed_before(store, change.path, change.seq)
+    return change.prior_kind == "file"
+
+
 def segments(store: Store, path: str) -> list[Segment]:
     """The names the file now at ``path`` had, newest first, with their revision ranges."""
     found: list[Segment] = []
@@ -72,8 +85,8 @@ def segments(store: Store, path: str) -> list[Segment]:
             old = _moved(change, current)
             if old is None or change.rev is None:
                 continue
-            if change.path == current and existed_before(store, current, change.seq):
-                continue  # renamed over a file: a save, whose history is the path's
+            if change.path == current and replaced_a_file(store, change):
+                continue
             revs = [r.rev for r in _history(store, current) if r.rev <= change.rev]
             arrival = max(revs) if revs else change.rev
             found.append(Segment(current, arrival, high))

@@ -9,7 +9,12 @@ directory's URI fires for any file below it.
 Each request names its client (``clientInfo.name``, from ``initialize`` or the request's
 envelope); its tool calls run on that client's thread, which is what attributes its edits
 (:mod:`memfs.mcp.workers`). Changes reach subscribers from the watcher's thread through
-:meth:`MemoryServer.changed`, coalesced per turn of the event loop.
+:meth:`MemoryServer.changed`, one :class:`~memfs.mcp.watch.Update` per operation,
+coalesced per turn of the event loop: each subscribed URI the operation concerns (a
+file it touched, or a directory above one) gets one ``notifications/resources/updated``,
+carrying the operation's summary as ``_meta["memfs/summary"]`` ("root (rm) deleted
+5,000 files, removed 1 directory in /memories/many/"), so an ``rm -rf`` of 5,000 files
+is one notification to a client subscribed to the directory, not one per file.
 """
 
 from __future__ import annotations
@@ -40,13 +45,15 @@ from memfs.errors import MemfsError
 from memfs.handler.tree import DirTree
 from memfs.mcp import resources, tools
 from memfs.mcp.tree import MemoryTree
-from memfs.mcp.watch import Watch, watch_for
+from memfs.mcp.watch import Update, Watch, watch_for
 from memfs.mcp.workers import STOP_GRACE, Workers, author_name
 from memfs.paths import MemPath
 
 log = logging.getLogger(__name__)
 
 PAGE = 500  # resources per resources/list page
+SUMMARY_META = "memfs/summary"  # the _meta key of an update's summary
+SUMMARIES_SHOWN = 3  # operations named in one coalesced notification's summary
 
 INSTRUCTIONS = (
     "memfs serves a shared memory: files under /memories that people and other agents "
@@ -67,6 +74,16 @@ def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
     """The client's connection: the SDK makes a ServerSession per request, the
     Connection lives as long as the client (its notifications go out through it)."""
     return ctx.session._connection  # the SDK (pinned <3) keeps it only there
+
+
+def _meta(summaries: list[str]) -> dict[str, Any] | None:
+    """The notification's ``_meta``: what the operations behind it did."""
+    if not summaries:
+        return None
+    text = "; ".join(summaries[:SUMMARIES_SHOWN])
+    if len(summaries) > SUMMARIES_SHOWN:
+        text += f"; and {len(summaries) - SUMMARIES_SHOWN} more"
+    return {SUMMARY_META: text}
 
 
 def _affected(path: MemPath) -> list[str]:
@@ -91,7 +108,7 @@ class MemoryServer:
         )
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: dict[str, None] = {}
+        self._pending: dict[str, list[str]] = {}  # uri -> summaries of its operations
         self._listing_changed = False
         self._wake: asyncio.Event | None = None
         self.server: Server[Any] = Server(
@@ -228,19 +245,24 @@ class MemoryServer:
 
     # --- changes --------------------------------------------------------------------
 
-    def changed(self, paths: list[MemPath], listing: bool) -> None:
-        """Called from any thread: these paths changed (``listing``: files came or went)."""
+    def changed(self, update: Update) -> None:
+        """Called from any thread: one operation changed these paths."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(self._note, paths, listing)
+            loop.call_soon_threadsafe(self._note, update)
 
-    def _note(self, paths: list[MemPath], listing: bool) -> None:
-        for path in paths:
+    def _note(self, update: Update) -> None:
+        uris: dict[str, None] = {}
+        for path in update.paths:
             for uri in _affected(path):
-                self._pending[uri] = None
-        self._listing_changed = self._listing_changed or listing
+                uris[uri] = None
+        for uri in uris:
+            summaries = self._pending.setdefault(uri, [])
+            if update.summary and update.summary not in summaries:
+                summaries.append(update.summary)
+        self._listing_changed = self._listing_changed or update.listing
         if self._wake is not None:
             self._wake.set()
 
@@ -249,22 +271,24 @@ class MemoryServer:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            uris, self._pending = list(self._pending), {}
+            pending, self._pending = self._pending, {}
             listing, self._listing_changed = self._listing_changed, False
             try:
-                await self._send(uris, listing)
+                await self._send(pending, listing)
             except Exception:
                 log.exception("memfs mcp: delivering change notifications failed")
 
-    async def _send(self, uris: list[str], listing: bool) -> None:
-        for uri in uris:
+    async def _send(self, pending: dict[str, list[str]], listing: bool) -> None:
+        # The 2026-07-28 streams filter by URI themselves; the SDK's bus carries no _meta.
+        for uri in pending:
             await self.bus.publish(ResourceUpdated(uri=uri))
         if listing:
             await self.bus.publish(ResourcesListChanged())
         for connection, subscribed in list(self.subscriptions.items()):
-            for uri in uris:
-                if uri in subscribed:
-                    await self._notify(connection, connection.send_resource_updated(uri))
+            for uri in subscribed.intersection(pending):
+                meta = _meta(pending[uri])
+                sending = connection.send_resource_updated(uri, meta=meta)
+                await self._notify(connection, sending)
         if listing:
             for connection in list(self.connections):
                 await self._notify(connection, connection.send_resource_list_changed())

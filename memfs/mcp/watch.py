@@ -3,8 +3,15 @@
 On a memfs mount the store's change feed is the truth: it sees every writer (people
 through the mount, other mounts, ``memfs sync``, the model's handler) and FUSE gives no
 inotify events for changes made by other processes' mounts. On a plain directory a
-watchdog observer does the job. Both hand the model paths that changed to ``on_change``
-from their own thread; the server coalesces and delivers them.
+watchdog observer does the job. Both hand what changed to ``on_change`` from their own
+thread as :class:`Update` values; the server coalesces and delivers them.
+
+On a store an update is one operation (:mod:`memfs.notices` folds it: its net steps,
+temporary names folded away, hidden names left out, and its one-line summary). A
+process's burst through the mount spans many commits, so an operation is told once it
+has been quiet for :data:`QUIET_S` (``rm -rf`` of 5,000 files is one update, not one
+per poll); one still going on after :data:`MAX_HOLD_S` is told as far as it got, and
+the rest when it ends.
 
 Neither thread dies quietly: a failing poll is logged once per failure streak and retried.
 """
@@ -14,24 +21,79 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from memfs.errors import StoreError
+from memfs.errors import PathError, StoreError
 from memfs.mcp.tree import MemoryTree
-from memfs.paths import MemPath, parse_rel
+from memfs.notices import ChangeFeed, Notice
+from memfs.paths import MemPath, parse, parse_rel
+from memfs.store.base import Change
 
 log = logging.getLogger(__name__)
 
-OnChange = Callable[[list[MemPath], bool], None]  # paths, whether the file list changed
 POLL_INTERVAL = 0.1  # seconds; the mount's own follower polls at the same pace
-_LIST_KINDS = frozenset({"create", "delete", "rename", "symlink", "mkdir", "rmdir"})
+# An operation with no new record for this long is told (a burst through the mount
+# commits every few milliseconds while it goes on).
+QUIET_S = 0.2
+MAX_HOLD_S = 30.0
+_LISTING = frozenset({"create", "delete", "rename", "symlink", "mkdir", "rmdir"})
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """What one operation (or one file system event) changed: every path it touched,
+    ``top`` the deepest directory holding them all (the path itself for one), whether
+    files came or went (``listing``), and its summary for people ("" when unknown)."""
+
+    paths: list[MemPath]
+    top: MemPath
+    listing: bool
+    summary: str = ""
+
+
+OnChange = Callable[[Update], None]
+
+
+@dataclass(slots=True)
+class _Held:
+    """An operation's records seen so far, waiting for it to go quiet."""
+
+    records: list[Change] = field(default_factory=list)
+    first: float = 0.0
+    last: float = 0.0
+
+
+def update_of(notice: Notice) -> Update | None:
+    """The update of one operation's notice (model paths through the gate)."""
+    paths: list[MemPath] = []
+    listing = False
+    for step in notice.steps:
+        listing = listing or step.action in _LISTING
+        for model in (step.path, step.old_path):
+            if model is None:
+                continue
+            try:
+                path = parse(model)
+            except PathError:
+                continue  # a name the gate refuses: no client can address it
+            if path not in paths:
+                paths.append(path)
+    if not paths:
+        return None
+    try:
+        top = parse(notice.path)
+    except PathError:
+        top = paths[0]
+    return Update(paths, top, listing, notice.text)
 
 
 class StoreWatch(threading.Thread):
-    """Follows ``store.changes(since)`` and reports each changed path under the tree."""
+    """Follows ``store.changes(since)`` and reports each operation under the tree."""
 
     def __init__(self, tree: MemoryTree, on_change: OnChange, interval: float = POLL_INTERVAL):
         super().__init__(name="memfs-mcp-feed", daemon=True)
@@ -41,36 +103,53 @@ class StoreWatch(threading.Thread):
         self.on_change = on_change
         self.interval = interval
         self.cursor = self.store.last_seq()
+        # The notices' fold: one summary per operation, with this tree's model paths.
+        self.feed = ChangeFeed(self.store, self.cursor, root=tree.subdir)
+        self._held: dict[int, _Held] = {}  # operation -> its records not told yet
         self._halt = threading.Event()
 
-    def step(self) -> None:
+    def step(self, now: float | None = None) -> None:
+        """Read new records, and tell the operations that went quiet."""
         changes = self.store.changes(since=self.cursor)
-        if not changes:
-            return
-        self.cursor = changes[-1].seq
-        paths: list[MemPath] = []
-        listing = False
+        now = time.monotonic() if now is None else now
         for change in changes:
-            listing = listing or change.kind in _LIST_KINDS
-            for store_path in (change.path, change.old_path):
-                if store_path is None:
-                    continue
-                model = self.tree.model_path(store_path)
-                if model is not None and model not in paths:
-                    paths.append(model)
-        if paths:
-            self.on_change(paths, listing)
+            # A record from before the operation log is an operation of its own.
+            key = change.op if change.op is not None else -change.seq
+            held = self._held.get(key)
+            if held is None:
+                held = self._held[key] = _Held(first=now)
+            held.records.append(change)
+            held.last = now
+        if changes:
+            self.cursor = changes[-1].seq
+        for key, held in list(self._held.items()):
+            if now - held.last >= QUIET_S or now - held.first >= MAX_HOLD_S:
+                del self._held[key]
+                self._tell(held.records)
+
+    def flush(self) -> None:
+        """Tell every held operation now (the server is stopping, or a test asks)."""
+        held, self._held = self._held, {}
+        for one in held.values():
+            self._tell(one.records)
+
+    def _tell(self, records: list[Change]) -> None:
+        for notice in self.feed.fold(records):
+            update = update_of(notice)
+            if update is not None:
+                self.on_change(update)
 
     def _wait(self) -> bool:
         """Wait for the next poll; True when asked to stop. A store with a push hook
-        (``wait_for_changes(since, timeout)``) wakes this at once instead."""
-        push = getattr(self.store, "wait_for_changes", None)
-        if push is None:
-            return self._halt.wait(self.interval)
+        (``wait_for_changes(since, timeout)``) wakes this at once instead; while an
+        operation is held, the poll comes back in time to tell it."""
+        timeout = self.interval if not self._held else min(self.interval, QUIET_S / 2)
+        if not self.store.pushes_changes:
+            return self._halt.wait(timeout)
         try:
-            push(self.cursor, timeout=self.interval)
+            self.store.wait_for_changes(self.cursor, timeout)
         except StoreError:
-            return self._halt.wait(self.interval)
+            return self._halt.wait(timeout)
         return self._halt.is_set()
 
     def run(self) -> None:
@@ -141,7 +220,8 @@ class _Events(FileSystemEventHandler):
                 if model is not None:
                     paths.append(model)
             if paths:
-                self.watch.on_change(paths, kind in ("created", "deleted", "moved"))
+                listing = kind in ("created", "deleted", "moved")
+                self.watch.on_change(Update(paths, paths[0], listing))
         except Exception:
             log.exception("memfs mcp: handling a file system event failed")
 

@@ -5,8 +5,9 @@ agents and people did to the memory tree.
   :mod:`memfs.httpguard` and :mod:`memfs.web.csrf`;
 - :mod:`memfs.web.pages` reads (timeline, operation, tree, history, search),
   :mod:`memfs.web.actions` changes (Undo, Restore, Redact, Checkpoint, Return), each
-  confirmed first; :mod:`memfs.web.changes` says what one change did to content and
-  :mod:`memfs.web.render` how text, Markdown and diffs are shown;
+  confirmed first, each one operation of the actor ``web:USER``; :mod:`memfs.web.steps`
+  says what one step of an operation did to content and :mod:`memfs.web.render` how
+  text, Markdown and diffs are shown;
 - :mod:`memfs.web.live` follows the change feed for the timeline's event stream;
 - :mod:`memfs.web.serve` runs it until SIGINT or SIGTERM.
 

@@ -3,9 +3,10 @@ return the tree to one.
 
 Each is two steps, so nothing changes until the person confirms: a GET shows what will
 happen (the undo's conflicts, the restore's plan, computed as dry runs by the same
-history functions) with a form; its POST, carrying the form token, does it as the
-actor ``web:USER`` and sends the browser to the result. Every change is an ordinary
-store mutation, so mounts, mirrors and the timeline see it at once.
+history functions) with a form; its POST, carrying the form token, does it as one
+operation of the actor ``web:USER`` (:meth:`~memfs.store.base.Store.acting`) and sends
+the browser to the result. Every change is an ordinary store mutation, so mounts,
+mirrors and the timeline see it at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 from memfs.errors import AlreadyExists, Conflict, IsADirectory, NotFound, StoreError
 from memfs.history.operations import undo_operation
 from memfs.history.restore import RestoreError, restore_file, restore_tree
+from memfs.store.base import Act
 from memfs.web.csrf import FIELD
 from memfs.web.pages import lineage_of, operation_of, render_path, revision_in, site_of
 from memfs.web.site import Refused, Site, gate
@@ -48,17 +50,25 @@ async def _form(request: Request) -> FormData:
 # --- Undo ---------------------------------------------------------------------------
 
 
+SHOWN_STEPS = 200  # steps an undo's confirmation lists
+
+
+def _act(site: Site, detail: str) -> Act:
+    """One web action as one operation of the person the page acts for."""
+    return Act(site.actor, detail=detail)
+
+
 def undo_confirm(request: Request) -> Response:
     site = site_of(request)
-    op, records = operation_of(site, request)
-    check = undo_operation(site.store, op.id, actor=site.actor, dry_run=True)
+    op, steps = operation_of(site, request)
+    check = undo_operation(site.store, op.id, actor=site.actor, dry_run=True, label="")
     return site.page(
         request,
         "undo.html",
         title=f"Undo operation {op.id}",
         op=op,
-        total=len(records),
-        records=records[:200],
+        total=len(steps),
+        steps=steps[:SHOWN_STEPS],
         conflicts=check.conflicts,
     )
 
@@ -70,17 +80,17 @@ async def undo_do(request: Request) -> Response:
     op_id = int(request.path_params["op_id"])
 
     def run() -> Response:
-        op, records = operation_of(site, request)
-        result = undo_operation(site.store, op.id, actor=site.actor, force=force)
-        if not result.done:
+        op, steps = operation_of(site, request)
+        result = undo_operation(site.store, op.id, actor=site.actor, force=force, label="")
+        if not result.done and result.conflicts:
             return site.page(
                 request,
                 "undo.html",
                 status=409,
                 title=f"Undo operation {op.id}",
                 op=op,
-                total=len(records),
-                records=records[:200],
+                total=len(steps),
+                steps=steps[:SHOWN_STEPS],
                 conflicts=result.conflicts,
                 refused=True,
             )
@@ -146,12 +156,14 @@ async def revision_do(request: Request) -> Response:
         rev, made_at = _chosen(site, request, path, form.get("rev"))
         try:
             if action == "restore":
-                entry = restore_file(site.store, path, rev, author=site.actor)
+                with site.store.acting(_act(site, f"restore of {path} at revision {rev}")):
+                    entry = restore_file(site.store, path, rev, author=site.actor)
                 return _see_other(
                     f"/history/{_url_path(path)}?"
                     + urlencode({"note": f"restored-{rev}-{entry.rev}"})
                 )
-            site.store.redact(made_at, rev, author=site.actor)
+            with site.store.acting(_act(site, f"redaction of {made_at} revision {rev}")):
+                site.store.redact(made_at, rev, author=site.actor)
         except (Conflict, IsADirectory, RestoreError, AlreadyExists) as exc:
             raise Refused(409, f"Cannot {action}", str(exc)) from None
         return _see_other(f"/history/{_url_path(path)}?" + urlencode({"note": f"redacted-{rev}"}))
@@ -190,7 +202,8 @@ async def checkpoint_do(request: Request) -> Response:
     def run() -> Response:
         name = _checkpoint_name(form.get("name"))
         try:
-            site.store.set_checkpoint(name, author=site.actor)
+            with site.store.acting(_act(site, f"checkpoint {name}")):
+                site.store.set_checkpoint(name, author=site.actor)
         except AlreadyExists as exc:
             raise Refused(409, "Name in use", str(exc)) from None
         return _see_other("/checkpoints?" + urlencode({"note": f"made-{name}"}))
@@ -220,13 +233,14 @@ async def return_do(request: Request) -> Response:
 
     def run() -> Response:
         seq = _checkpoint(site, name)
-        before = site.store.last_seq()
+        act = _act(site, f"return to checkpoint {name}")
         try:
-            plan = restore_tree(site.store, seq, author=site.actor)
+            with site.store.acting(act):
+                plan = restore_tree(site.store, seq, author=site.actor)
         except (RestoreError, NotFound, StoreError) as exc:
             raise Refused(409, "Cannot return", str(exc)) from None
-        if plan.changes == 0:
+        if plan.changes == 0 or act.id is None:
             return _see_other("/checkpoints?" + urlencode({"note": f"already-{name}"}))
-        return _see_other(f"/op/{before + 1}?note=returned")
+        return _see_other(f"/op/{act.id}?note=returned")
 
     return await _threaded(run)

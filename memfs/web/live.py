@@ -3,9 +3,11 @@ stream per open timeline.
 
 The follower reads ``store.last_seq()`` on a worker thread (a store call may block)
 every :data:`POLL` seconds, or waits on the store's push (PostgreSQL) where it has one,
-and wakes every stream when the feed moved. A stream then sends each new operation that
-matches its page's filters as an ``op`` event carrying the row's HTML, rendered by the
-same template as the page, oldest first. Every stream ends when the server stops.
+and wakes every stream when the feed moved. A stream then sends each operation with a
+change since it last looked that matches its page's filters (a new one, or one that grew:
+a burst through a mount spans many commits) as an ``op`` event carrying the row's HTML,
+rendered by the same template as the page, oldest first; the page puts a grown
+operation's row in its old row's place. Every stream ends when the server stops.
 """
 
 from __future__ import annotations

@@ -16,16 +16,17 @@ from starlette.responses import Response
 
 from memfs.errors import IsADirectory, NotFound, QueryError
 from memfs.history.follow import lineage
-from memfs.history.operations import Operation, operation, operation_changes, operations
+from memfs.history.operations import Operation, operation, operation_steps, operations
+from memfs.history.steps import Step
 from memfs.history.when import BadWhen, parse_duration, parse_time
 from memfs.store.base import Revision
 from memfs.store.matching import parse_query
-from memfs.web import changes, render
+from memfs.web import render, steps
 from memfs.web.site import Refused, Site, gate
 
 TIMELINE_PAGE = 50
-CHANGES_PAGE = 100  # changes of one operation shown per page, each with its diff
-DIFF_ROWS = 400  # rows of one change's diff on an operation's page
+STEPS_PAGE = 100  # steps of one operation shown per page, each with its diff
+DIFF_ROWS = 400  # rows of one step's diff on an operation's page
 COMPARE_ROWS = 20_000  # rows of a diff on its own page
 TEXT_CHARS = 2 * 1024 * 1024  # a file's text shown whole up to this
 MARKDOWN_CHARS = 256 * 1024  # longer Markdown is shown as text: rendering it takes seconds
@@ -119,38 +120,48 @@ def timeline(request: Request) -> Response:
 
 
 def new_rows(site: Site, request: Request, after: int) -> tuple[int, list[str]]:
-    """For the event stream: the rows of operations newer than change ``after``."""
+    """For the event stream: the feed position read up to, and the rows of the
+    operations with a change past ``after`` (new ones, and ones that grew: a burst
+    through the mount goes on over many commits), oldest first."""
     filters = Filters(request, site.store.clock())
     seq = site.store.last_seq()
-    fresh = [op for op in filters.read(site, None, TIMELINE_PAGE) if op.id > after]
+    stored = site.store.operations(
+        limit=TIMELINE_PAGE,
+        actor=filters.actor or None,
+        since_ns=filters.since_ns,
+        until_ns=filters.until_ns,
+        path=filters.path or None,
+    )
+    fresh = [operation(site.store, op.id) for op in stored if op.last_seq > after]
     template = site.templates.get_template("_row.html")
     rows = [template.render(op=op, fresh=True) for op in reversed(fresh)]
     return seq, rows
 
 
-def operation_of(site: Site, request: Request) -> tuple[Operation, list[Any]]:
+def operation_of(site: Site, request: Request) -> tuple[Operation, list[Step]]:
+    """The operation the address names and its net steps; a 404 page for none."""
     op_id = int(request.path_params["op_id"])
     try:
-        return operation(site.store, op_id), operation_changes(site.store, op_id)
+        return operation(site.store, op_id), operation_steps(site.store, op_id)
     except NotFound:
         raise Refused(404, "No such operation", f"there is no operation {op_id}") from None
 
 
 def op_page(request: Request) -> Response:
     site = site_of(request)
-    op, records = operation_of(site, request)
-    pages = max(1, math.ceil(len(records) / CHANGES_PAGE))
+    op, folded = operation_of(site, request)
+    pages = max(1, math.ceil(len(folded) / STEPS_PAGE))
     page = int_param(request, "page", 1) or 1
     if page > pages:
         raise Refused(404, "No such page", f"operation {op.id} has {pages} pages of changes")
-    start = (page - 1) * CHANGES_PAGE
-    shown = changes.views(site.store, records, start, CHANGES_PAGE, DIFF_ROWS)
+    start = (page - 1) * STEPS_PAGE
+    shown = steps.views(site.store, folded, start, STEPS_PAGE, DIFF_ROWS)
     return site.page(
         request,
         "op.html",
         title=f"Operation {op.id}",
         op=op,
-        total=len(records),
+        total=len(folded),
         views=shown,
         page=page,
         pages=pages,

@@ -1,6 +1,7 @@
 // memfs web: the page works without this script. It adds two things:
 // - live updates: a timeline with data-live follows the server's event stream and puts
-//   each new operation's row (HTML rendered by the server) at the top, without a reload;
+//   each new operation's row (HTML rendered by the server) at the top, and an
+//   operation that grew in its row's place, without a reload;
 // - confirmations: a form with data-confirm asks once more before it is sent.
 "use strict";
 
@@ -12,7 +13,10 @@ function follow(table) {
     const holder = document.createElement("tbody");
     holder.innerHTML = event.data;
     const row = holder.firstElementChild;
-    if (!row || body.querySelector(`tr[data-id="${row.dataset.id}"]`)) return;
+    if (!row) return;
+    // An operation that grew (a burst through a mount goes on) takes its row's place.
+    const shown = body.querySelector(`tr[data-id="${row.dataset.id}"]`);
+    if (shown) { shown.replaceWith(row); return; }
     const empty = body.querySelector("tr.empty");
     if (empty) empty.remove();
     body.prepend(row);
