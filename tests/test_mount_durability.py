@@ -21,15 +21,11 @@ from memfs.errors import MountError
 from memfs.mount import state
 from memfs.program import command
 from tests.fixtures.disks import fill
-from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
+from tests.fixtures.mount import MY_ACTOR, MountHandle, made_by, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
 
 MEMFS = str(Path(sys.executable).with_name("memfs"))
-
-
-def _history_authors(mount: MountHandle, path: str) -> list[str]:
-    return [r.author for r in mount.store().history(path)]
 
 
 def test_closed_files_survive_kill9_without_fsync(
@@ -52,8 +48,8 @@ def test_closed_files_survive_kill9_without_fsync(
     for i in range(200):
         assert store.read(f"n{i:03d}.txt")[0] == f"note {i}\n".encode() * (i + 1)
     # Attributed to the program that wrote them, not to the recovery.
-    authors = _history_authors(mount, "n007.txt")
-    assert authors and all(a.endswith(f"(pid {os.getpid()})") for a in authors), authors
+    made = [made_by(store, "n007.txt", r.rev) for r in store.history("n007.txt")]
+    assert made and all(m == (MY_ACTOR, f"pid {os.getpid()}") for m in made), made
 
 
 def test_acknowledged_writes_in_place_and_truncates_survive_kill9(
@@ -149,7 +145,8 @@ def test_a_save_by_another_program_is_its_own_revision(memfs_mount: MountHandle)
         b"two\n",
         b"one\n",
     ]
-    assert history[0].author != history[1].author
+    # Two revisions of one operation: the command line is one run of sh.
+    assert {r.author for r in history} == {f"{MY_ACTOR.split()[0]} (sh)"}
 
 
 def test_vim_saving_right_after_a_shell_write_keeps_both(memfs_mount: MountHandle) -> None:

@@ -18,11 +18,12 @@ from typing import NamedTuple
 import pytest
 
 from memfs.store.base import Store
-from tests.fixtures.mount import MountHandle, wait_for
+from tests.fixtures.mount import MY_ACTOR, MountHandle, made_by, wait_for
 
 pytestmark = pytest.mark.fuse
 
-ME = f"(pid {os.getpid()})"
+# This process through the mount: its user and program, its pid the operation's detail.
+ME = (MY_ACTOR, f"pid {os.getpid()}")
 OLD = b"# Notes\n\nold line\n"
 NEW = b"# Notes\n\nnew line, saved by an editor\n" * 3
 CONTENT_KINDS = ("create", "modify")
@@ -70,7 +71,7 @@ def _assert_one_save(store: Store, since: int, temps: frozenset[str] = frozenset
     assert _content_revisions(store, since, {"notes.md", *temps}) == 1
     latest = store.history("notes.md", 1)[0]
     assert latest.sha256 == hashlib.sha256(NEW).hexdigest()
-    assert ME in latest.author, latest.author
+    assert made_by(store, "notes.md", latest.rev) == ME
 
 
 # --- editors ----------------------------------------------------------------------------
@@ -176,7 +177,8 @@ def test_real_vim_edits_through_the_mount(notes: Notes, program: str) -> None:
     assert path.read_bytes() == expected
     _settled(store, "notes.md", expected)
     latest = store.history("notes.md", 1)[0]
-    assert f"(pid {proc.pid})" in latest.author and "vim" in latest.author, latest.author
+    actor, detail = made_by(store, "notes.md", latest.rev)
+    assert (actor, detail) == (f"{MY_ACTOR.split()[0]} ({program})", f"pid {proc.pid}")
     assert _content_revisions(store, since, {"notes.md"}) == 1
     assert _names(store) == {"notes.md"}  # swap file and probe are gone
 

@@ -15,7 +15,7 @@ import pytest
 
 from memfs.handler import MemoryHandler
 from memfs.store.base import Revision, Store
-from tests.fixtures.mount import MountHandle, wait_for
+from tests.fixtures.mount import MountHandle, made_by, wait_for
 
 pytestmark = pytest.mark.fuse
 
@@ -57,7 +57,7 @@ def _assert_one_more(store: Store, before: list[Revision], pid: int) -> None:
     history = _history_of_length(store, len(before) + 1)
     newest = history[0]
     assert history[1:] == before
-    assert f"(pid {pid})" in newest.author, newest.author
+    assert made_by(store, "notes.md", newest.rev)[1] == f"pid {pid}", newest.author
     assert newest.sha256 == hashlib.sha256(NEW).hexdigest()
     assert store.read_revision("notes.md", newest.rev) == NEW
     assert store.stat("notes.md").rev == newest.rev
@@ -126,4 +126,4 @@ def test_emacs_backup_save_adds_one_revision(notes: tuple[Store, Path, list[Revi
     _assert_one_more(store, before, pid)
     assert store.read("notes.md~")[0] == V2
     [backup] = store.history("notes.md~")
-    assert f"(pid {pid})" in backup.author
+    assert made_by(store, "notes.md~", backup.rev)[1] == f"pid {pid}", backup.author

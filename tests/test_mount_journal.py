@@ -14,12 +14,15 @@ import pytest
 
 from memfs.errors import StoreFull
 from memfs.mount import journal as jr
+from memfs.mount.bursts import Writer
 from memfs.mount.writes import COMPACT_AT_BYTES, PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
 from tests.fixtures.mount import wait_for
 
-ME = "writer (pid 4242)"
+# A process writing through the mount, as the mount knows it; AUTHOR is how it is named.
+ME = Writer(4242, 0, "writer", "alice")
+AUTHOR = ME.actor
 
 
 @pytest.fixture
@@ -46,6 +49,7 @@ def die_with(store_url: str, journal_dir: Path, script: str) -> None:
         "import os, sys\n"
         "from pathlib import Path\n"
         "from memfs.store import open_store\n"
+        "from memfs.mount.bursts import Writer\n"
         "from memfs.mount.writes import PendingWrites\n"
         f"store = open_store({store_url!r})\n"
         f"w = PendingWrites(store, lambda a, fn, p: fn(), journal_dir=Path({str(journal_dir)!r}),"
@@ -75,7 +79,7 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
     assert store.read("notes.md")[0] == b"01AB4567\0\0\0\0Z"
     data, entry = store.read("new.md")
     assert (data, entry.mode) == (b"fresh", 0o600)
-    assert store.history("notes.md")[0].author == ME
+    assert store.history("notes.md")[0].author == AUTHOR
     assert list((tmp_path / "journal").glob("*.journal")) == list(
         (tmp_path / "journal").glob(f"{os.getpid()}-*.journal")
     )
@@ -85,7 +89,7 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
 
 def test_replay_stops_at_a_torn_or_corrupt_record(tmp_path: Path) -> None:
     journal = jr.Journal(tmp_path)
-    journal.opened(1, "f", ME, 0, 0o600, jr.CREATED)
+    journal.opened(1, "f", AUTHOR, 0, 0o600, jr.CREATED)
     journal.wrote(1, 0, b"first ")
     size_after_first = journal.size
     journal.wrote(1, 6, b"second")
@@ -117,7 +121,7 @@ def test_a_commit_already_in_the_store_is_not_made_twice(store: Store, tmp_path:
         store.url,
         tmp_path / "journal",
         f"w.create('a.md', 0o600, {ME!r}, None, None)\nw.write('a.md', b'same', 0, {ME!r})\n"
-        f"store.write('a.md', b'same', author={ME!r})\n",
+        f"store.write('a.md', b'same', author={AUTHOR!r})\n",
     )
     before = len(store.history("a.md"))
     assert PendingWrites(store, direct, journal_dir=tmp_path / "journal").recover() == []
@@ -224,10 +228,10 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
 ) -> None:
     journal = jr.Journal(tmp_path)
     for ident in (1, 2):
-        journal.opened(ident, f"f{ident}", ME, 7, 0o600, 0)  # edits of existing files
+        journal.opened(ident, f"f{ident}", AUTHOR, 7, 0o600, 0)  # edits of existing files
         journal.wrote(ident, 0, b"saved")
         journal.done(ident)
-    journal.opened(3, "open.md", ME, 9, 0o600, 0)
+    journal.opened(3, "open.md", AUTHOR, 9, 0o600, 0)
     journal.wrote(3, 0, b"X")
     journal.close(keep=True)
     asked = []
@@ -240,7 +244,7 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
     assert asked == [("open.md", 9)]
     assert jr.abandoned(tmp_path) == [journal.path]
     done = jr.Journal(tmp_path / "other")
-    done.opened(1, "f", ME, 0, 0o600, jr.CREATED)
+    done.opened(1, "f", AUTHOR, 0, 0o600, jr.CREATED)
     done.done(1)
     done.close(keep=True)
     assert jr.abandoned(tmp_path / "other") == []
