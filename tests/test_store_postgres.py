@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -233,22 +233,50 @@ def test_a_mutation_is_two_round_trips(
     pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A mutation reads what its checks need in one round trip and sends its changes
-    with the commit in the next (one more when it finds history due for sweeping):
-    counted where psycopg's pipeline waits for results."""
-    from psycopg._pipeline_base import BasePipeline
+    with the commit in the next (one more when it finds history due for sweeping).
+
+    Counted where the store must wait for the server, whatever the timing: in pipeline
+    mode statements are sent without waiting, so a round trip is each first read of a
+    result after statements were sent, and the commit of what was sent after the last."""
+    from memfs.store.postgres_conn import PgCursor, PgPending
 
     store = open_store(pg_cluster.url())
     try:
         store.write("d/a.md", b"first\n", author=A, parents=True)
-        trips: list[str] = []
-        real = BasePipeline._fetch_gen
+        # Statements sent, the number sent when the store last waited, each pending
+        # result's number, and how many times the store waited.
+        count = {"sent": 0, "waited_at": 0, "waits": 0}
+        numbers: dict[int, int] = {}
 
-        def counted(self: BasePipeline, *, flush: bool) -> Generator[Any, Any, None]:
-            if self.result_queue:  # results are owed: waiting for them is a round trip
-                trips.append("wait")
-            yield from real(self, flush=flush)
+        def sending(real: Callable[..., Any]) -> Callable[..., Any]:
+            def send(*args: Any) -> Any:
+                count["sent"] += 1
+                result = real(*args)
+                if isinstance(result, PgPending):
+                    numbers[id(result)] = count["sent"]
+                return result
 
-        monkeypatch.setattr(BasePipeline, "_fetch_gen", counted)
+            return send
+
+        def reading(real: Callable[..., Any]) -> Callable[..., Any]:
+            def read(pending: PgPending) -> Any:
+                # Its result is there already if it was sent before the last wait.
+                if numbers.get(id(pending), 0) > count["waited_at"]:
+                    count["waits"] += 1
+                    count["waited_at"] = count["sent"]
+                return real(pending)
+
+            return read
+
+        for name in ("ask", "run", "many"):
+            monkeypatch.setattr(PgCursor, name, sending(getattr(PgCursor, name)))
+        for name in ("one", "all"):
+            monkeypatch.setattr(PgPending, name, reading(getattr(PgPending, name)))
+
+        def round_trips() -> int:
+            # The commit waits for whatever was sent after the last wait.
+            return count["waits"] + (count["sent"] > count["waited_at"])
+
         for name, mutation, expected in (
             ("a modify", lambda: store.write("d/a.md", b"second\n", author=A), 2),
             ("a create", lambda: store.write("d/b.md", b"new\n", author=A), 2),
@@ -261,9 +289,9 @@ def test_a_mutation_is_two_round_trips(
             ("another sweeping write", lambda: store.write("x/f.md", b"f\n", author=A), 3),
             ("a set_attrs", lambda: store.set_attrs("x", author=A, mode=0o755), 2),
         ):
-            trips.clear()
+            count.update(sent=0, waited_at=0, waits=0)
             mutation()
-            assert len(trips) == expected, (name, trips)
+            assert round_trips() == expected, (name, count)
         store.delete("x", author=A, recursive=True)
         assert tree(store) == {}
     finally:
