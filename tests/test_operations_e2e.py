@@ -82,6 +82,7 @@ def newest(m: MountHandle, program: str) -> dict[str, Any]:
     )
 
 
+@pytest.mark.timeout(360)  # 5,000 unlinks, then 5,000 files back, on a loaded machine
 def test_rm_rf_of_5000_files_is_one_operation_undone_whole(mount: MountHandle) -> None:
     store = mount.store()
     with store.batch():

@@ -246,6 +246,12 @@ def test_a_store_from_before_the_index_is_indexed_with_progress(tmp_path: Path) 
         db.execute(f"DROP TRIGGER {name}")
     for table in ("search_text", "search_docs", "search_stale"):
         db.execute(f"DROP TABLE {table}")
+    # and without what the schemas after it added (the operation log)
+    db.execute("DROP INDEX changes_op")
+    db.execute("DROP TABLE operations")
+    for column in ("op", "mode", "target", "prior_kind", "prior_sha256", "prior_size",
+                   "prior_mode", "prior_target"):  # fmt: skip
+        db.execute(f"ALTER TABLE changes DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()

@@ -152,6 +152,7 @@ class MountLink:
         self._buffer = b""
         self._lock = threading.Lock()
         self._warned = False
+        self._closed = False
 
     def settle(self, paths: Iterable[str]) -> None:
         self._ask({"settle": list(paths)})
@@ -160,6 +161,14 @@ class MountLink:
         self._ask({"show": seq})
 
     def close(self) -> None:
+        # A request may be waiting on a daemon that does not answer (stopped, stuck),
+        # holding the lock for up to ANSWER_TIMEOUT: shutting the socket wakes it, so
+        # closing (a server ending on SIGTERM) never waits for that.
+        self._closed = True  # no new connection: the waiting request gives up
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         with self._lock:
             self._drop()
 
@@ -184,6 +193,8 @@ class MountLink:
                 log.info("memfs: the mount's control socket %s: %s", self.path, problem)
 
     def _connect(self) -> socket.socket:
+        if self._closed:
+            raise ConnectionAbortedError("the link to the mount was closed")
         if self._sock is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
             sock.settimeout(ANSWER_TIMEOUT)
