@@ -10,12 +10,17 @@ disk would, and only the daemon can do them:
   reverted by it later;
 - ``show``: after the door's change, the mount follows the feed up to it and has the
   kernel drop what it cached, so a person reading through the mount sees it at once
-  rather than after the feed's next poll.
+  rather than after the feed's next poll;
+- ``purge``: ``memfs redact`` has the mount drop what it keeps on disk of the redacted
+  content (its journal's records of finished writes, recovered copies), or hear that
+  the mount holds it as a pending write, which is a file's current content to it.
 
 One Unix socket per daemon, next to its state record (the state directory is private
 to its user; a peer of another user is refused too, by its credentials). Requests and
 answers are one JSON object per line: ``{"settle": [PATH, ...]}`` and ``{"show": SEQ}``
-answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``.
+answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``; ``{"purge": [SHA256, ...],
+"check": BOOL}`` answers with the fields of :class:`memfs.mount.writes.Purged` beside
+``"ok"`` (with ``check``, only ``pending`` is filled and nothing changes).
 
 A mount that does not answer (gone, or older than this protocol) costs the asking door
 nothing but the one-line log: the store's compare-and-set keeps every write safe, and
@@ -33,6 +38,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from memfs.store.base import Store
 
@@ -60,11 +66,13 @@ class ControlServer(threading.Thread):
         path: Path,
         settle: Callable[[list[str]], None],
         show: Callable[[int, float], bool],
+        purge: Callable[[list[str], bool], dict[str, object]] | None = None,
     ) -> None:
         super().__init__(name="memfs-control", daemon=True)
         self.path = path
         self._settle = settle
         self._show = show
+        self._purge = purge
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a daemon that was killed
@@ -133,6 +141,13 @@ class ControlServer(threading.Thread):
             if not isinstance(seq, int):
                 return {"ok": False, "error": "show takes a feed sequence number"}
             return {"ok": self._show(seq, SHOW_TIMEOUT)}
+        if "purge" in request and self._purge is not None:
+            hashes, check = request["purge"], request.get("check", False)
+            if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
+                return {"ok": False, "error": "purge takes a list of SHA-256 digests"}
+            if not isinstance(check, bool):
+                return {"ok": False, "error": "check is true or false"}
+            return {"ok": True, **self._purge(hashes, check)}
         return {"ok": False, "error": "unknown request"}
 
 
@@ -146,8 +161,9 @@ class MountLink:
     """A door's connection to one mount's control socket (see the module docstring).
     Thread-safe; reconnects once when the daemon was restarted; never raises."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mountpoint: str = "") -> None:
         self.path = path
+        self.mountpoint = mountpoint
         self._sock: socket.socket | None = None
         self._buffer = b""
         self._lock = threading.Lock()
@@ -159,11 +175,17 @@ class MountLink:
     def show(self, seq: int) -> None:
         self._ask({"show": seq})
 
+    def purge(self, hashes: Iterable[str], *, check: bool = False) -> dict[str, Any] | None:
+        """The mount's answer to a purge (see the module docstring); None when it did
+        not answer, or answered with an error (logged)."""
+        answer = self._ask({"purge": list(hashes), "check": check})
+        return answer if answer is not None and answer.get("ok") else None
+
     def close(self) -> None:
         with self._lock:
             self._drop()
 
-    def _ask(self, request: dict[str, object]) -> None:
+    def _ask(self, request: dict[str, object]) -> dict[str, Any] | None:
         line = json.dumps(request).encode() + b"\n"
         problem: object = None
         with self._lock:
@@ -176,12 +198,15 @@ class MountLink:
                     self._drop()
                     problem = exc
                     continue
+                if not isinstance(answer, dict):
+                    return None
                 if not answer.get("ok", False) and answer.get("error"):
                     log.warning("memfs: the mount at %s: %s", self.path, answer["error"])
-                return
+                return answer
             if not self._warned:
                 self._warned = True
                 log.info("memfs: the mount's control socket %s: %s", self.path, problem)
+            return None
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -221,7 +246,7 @@ def local_mounts(store_id: str) -> list[MountLink]:
     from memfs.mount import state
 
     return [
-        MountLink(state.control_path(r.mountpoint))
+        MountLink(state.control_path(r.mountpoint), r.mountpoint)
         for r in state.records()
         if r.store_id == store_id
     ]
