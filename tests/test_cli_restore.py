@@ -240,7 +240,10 @@ def test_redact_removes_a_secret_for_good_and_says_who(db: Path, store: Store) -
     assert refused.exit_code == 1 and "change or delete that file first" in refused.stderr
     store.write("keys.md", b"(removed)", author="alice")
     lines = ok(run(db, "redact", "keys.md", "--rev", str(leaked)))
-    assert lines == [f"redacted keys.md revision {leaked} (by {ME.format('redact')}{lines[0][-6:]}"]
+    assert lines == [
+        f"redacted keys.md revision {leaked} (by {ME.format('redact')}{lines[0][-6:]}",
+        "purged: nothing else held it (no mount, journal or recovered copy of this store here)",
+    ]
     with pytest.raises(Redacted):
         store.read_revision("keys.md", leaked)
     assert b"AKIA-not-really-a-key" not in db.read_bytes()

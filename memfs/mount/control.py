@@ -37,10 +37,12 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memfs.store.base import Store
+from memfs.errors import Conflict, MemfsError
+from memfs.store.base import Revision, Store
 
 log = logging.getLogger(__name__)
 
@@ -289,3 +291,89 @@ def nearby(store: Store, paths: Iterable[str], *, dry_run: bool = False) -> Iter
         mounts.show(store.last_seq())
     finally:
         mounts.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """What :func:`redact_here` redacted in the store and purged on this machine."""
+
+    revisions: list[Revision]
+    # Live mounts' journals rewritten to what is pending: (mountpoint, journal, bytes gone).
+    compacted: tuple[tuple[str, str, int], ...] = ()
+    silent: tuple[str, ...] = ()  # live mounts that did not answer: not purged
+    saved: tuple[str, ...] = ()  # files saved from stopped daemons' journals first
+    orphans: int = 0  # stopped daemons' journals replayed, shredded and deleted
+    kept: str = ""  # a journal still holding writes that could not be saved now
+    copies: tuple[str, ...] = ()  # recovered copies deleted
+    quarantined: tuple[str, ...] = ()  # journals memfs could not replay, set aside
+    rescued: tuple[str, ...] = ()  # whole stores rescued under the recovery directory
+
+
+def redact_here(
+    store: Store, path: str, rev: int, redact: Callable[[], list[Revision]]
+) -> Redaction:
+    """``redact()`` (the store's redaction of revision ``rev`` of ``path``), and the same
+    content dropped from what memfs keeps on this machine: every live mount of the store
+    compacts its journal and deletes recovered copies of it (``purge``); stopped
+    daemons' journals are first saved to the store as a mount's start would, then
+    shredded; recovered copies left by them are deleted. Conflict, before anything
+    changes, when a mount or a stopped daemon's journal holds that content as a pending
+    write (it is a file's current content there). What cannot be purged is named."""
+    from memfs.mount import journal, state, writes
+
+    shas: list[str] = []
+    with contextlib.suppress(MemfsError):
+        shas = [r.sha256 for r in store.history(path) if r.rev == rev and not r.redacted_by]
+    links = local_mounts(store.url)
+    where = state.journal_dir(store.url)
+    try:
+        for link in links if shas else []:
+            answer = link.purge(shas, check=True)
+            held = [] if answer is None else answer.get("pending", [])
+            if held:
+                raise Conflict(
+                    f"revision {rev} of '{path}' is what the mount at {link.mountpoint} holds"
+                    f" for '{held[0]}', not saved yet; change or delete that file first, then"
+                    " redact",
+                    path=str(held[0]),
+                )
+        orphaned = writes.orphans_holding(store, where, shas) if shas else []
+        if orphaned:
+            held_in, held_path = orphaned[0]
+            raise Conflict(
+                f"revision {rev} of '{path}' is what a stopped daemon's journal {held_in}"
+                f" holds for '{held_path}'; mount the store to save it, change or delete that"
+                " file, then redact",
+                path=held_path,
+            )
+        saved = writes.save_orphans(store, where) if where.is_dir() else writes.Saved()
+        revisions = redact()
+        hashes = sorted({r.sha256 for r in revisions})
+        compacted: list[tuple[str, str, int]] = []
+        silent: list[str] = []
+        copies: list[str] = []
+        for link in links:
+            answer = link.purge(hashes)
+            if answer is None:
+                silent.append(link.mountpoint)
+                continue
+            if answer.get("journal"):
+                compacted.append(
+                    (link.mountpoint, str(answer["journal"]), int(answer.get("dropped", 0)))
+                )
+            copies += [str(c) for c in answer.get("copies", [])]
+        copies += writes.delete_copies(where / "recovered", hashes)
+    finally:
+        for link in links:
+            link.close()
+    return Redaction(
+        revisions=revisions,
+        compacted=tuple(compacted),
+        silent=tuple(silent),
+        saved=saved.saved,
+        orphans=saved.journals,
+        kept=saved.kept,
+        copies=tuple(copies),
+        quarantined=tuple(str(p) for p in journal.quarantined(where)),
+        rescued=tuple(str(p) for p in writes.rescued(where / "recovered")),
+    )

@@ -350,6 +350,13 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
     return list(live.values())
 
 
+def quarantined(directory: Path) -> list[Path]:
+    """Journals set aside by :func:`quarantine` in ``directory``, oldest name first."""
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob("*.failed-*"))
+
+
 def quarantine(path: Path) -> Path:
     """Set a journal aside that could not be replayed whole, so no later mount retries
     it forever; the file stays for a person (named in the log)."""

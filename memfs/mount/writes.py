@@ -185,6 +185,7 @@ class Saved:
     saved: tuple[str, ...] = ()
     unsaved: tuple[str, ...] = ()
     kept: str = ""
+    journals: int = 0  # stopped daemons' journals replayed and deleted
 
 
 def base_of(store: Store, path: str, rev: int) -> bytes:
@@ -289,7 +290,7 @@ def save_orphans(store: Store, journal_dir: Path) -> Saved:
     found = writes.recover(shred=True)
     kept = "" if writes._journal is None else str(writes._journal.path)
     health = writes.close()
-    return Saved(tuple(found), health.unsaved, kept if health.unsaved else "")
+    return Saved(tuple(found), health.unsaved, kept if health.unsaved else "", writes.replayed)
 
 
 def check_new_name(path: str) -> None:
@@ -385,6 +386,7 @@ class PendingWrites:
         self._unsaved: set[str] = set()
         self._ids = itertools.count(1)
         self.errors = 0
+        self.replayed = 0  # stopped daemons' journals adopted and deleted by recover()
         self._health = Health()
         self._store_problem: tuple[str, float] = ("", 0.0)
         self._wake = threading.Event()
@@ -1023,6 +1025,7 @@ class PendingWrites:
                         self._journal.sync()  # what was adopted is durable before it goes
                     jr.shred_file(path)
                 path.unlink()
+                self.replayed += 1
             for name in found:
                 buf = self._bufs.get(name)
                 if buf is not None:
