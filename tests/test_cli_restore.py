@@ -240,7 +240,10 @@ def test_redact_removes_a_secret_for_good_and_says_who(db: Path, store: Store) -
     assert refused.exit_code == 1 and "change or delete that file first" in refused.stderr
     store.write("keys.md", b"(removed)", author="alice")
     lines = ok(run(db, "redact", "keys.md", "--rev", str(leaked)))
-    assert lines == [f"redacted keys.md revision {leaked} (by {ME.format('redact')}{lines[0][-6:]}"]
+    assert lines == [
+        f"redacted keys.md revision {leaked} (by {ME.format('redact')}{lines[0][-6:]}",
+        "purged: nothing else held it (no mount, journal or recovered copy of this store here)",
+    ]
     with pytest.raises(Redacted):
         store.read_revision("keys.md", leaked)
     assert b"AKIA-not-really-a-key" not in db.read_bytes()
@@ -284,3 +287,29 @@ def test_a_live_mount_shows_the_restored_tree_at_once(memfs_mount: MountHandle) 
     first = shown.stdout.splitlines()[0].split("  ")
     assert first[2].startswith("memfs restore (user ")
     assert first[3] == "memfs restore: edited plan.md, deleted junk.md"
+
+
+def test_redact_names_what_it_cannot_purge_and_deletes_recovered_copies(
+    db: Path, store: Store
+) -> None:
+    from memfs.mount import state
+
+    secret = b"ghp_not-really-a-token-0123456789abcdef\n"
+    leaked = store.write("keys.md", secret, author="agent").rev
+    store.write("keys.md", b"(removed)", author="alice")
+    where = state.mark_journal(store.url)
+    (where / "recovered" / "notes").mkdir(parents=True)
+    (where / "recovered" / "notes" / "keys.md").write_bytes(secret)
+    (where / "recovered" / "notes" / "other.md").write_bytes(b"keep me")
+    (where / "recovered" / "m.rescued-20260101-000000.db").write_bytes(b"a whole store")
+    (where / "123-0.failed-20260101-000000").write_bytes(b"a journal that would not replay")
+    lines = ok(run(db, "redact", "keys.md", "--rev", str(leaked)))
+    assert lines[1:] == [
+        "purged: 1 recovered copy deleted",
+        f"not purged: 1 journal memfs could not replay, set aside in {where} (*.failed-*);"
+        " read them, then delete them",
+        f"not purged: 1 whole store rescued in {where / 'recovered'} (*.rescued-*) may hold"
+        " it; delete them once you no longer need them",
+    ]
+    assert not (where / "recovered" / "notes" / "keys.md").exists()
+    assert (where / "recovered" / "notes" / "other.md").read_bytes() == b"keep me"

@@ -8,6 +8,8 @@ takes them back whole; each prints that hint with its id.
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +19,10 @@ from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import act_for, author_for
 from memfs.store import shown_url
+
+if TYPE_CHECKING:
+    from memfs.mount.control import Redaction
+    from memfs.store.base import Revision
 
 _VERBS = {
     "write": "put back",
@@ -292,17 +298,31 @@ def checkpoint(
 @click.command()
 @click.argument("path", metavar="PATH")
 @click.option("--rev", type=click.IntRange(min=1), required=True, metavar="REV")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per redacted revision.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per redacted revision, then one saying what was purged.",
+)
 @STORE_OPTION
 def redact(path: str, rev: int, as_json: bool, store_url: str | None) -> None:
     """Remove revision REV of PATH's content for good (a secret that got in).
 
     Every retained revision with the same content is redacted with it; their records
-    stay, saying who redacted them and when.
+    stay, saying who redacted them and when. The content also goes from what memfs
+    keeps on this machine: the journals of the store's mounts (a stopped daemon's
+    pending writes are saved first) and recovered copies.
     """
-    with target(path, store_url) as (store, rel, _), store.acting(act_for("redact")):
-        redacted = store.redact(rel, rev, author=author_for("redact"))
-    for revision in redacted:
+    from memfs.mount.control import redact_here
+
+    with target(path, store_url) as (store, rel, _):
+
+        def redact_in_store() -> list[Revision]:
+            with store.acting(act_for("redact")):
+                return store.redact(rel, rev, author=author_for("redact"))
+
+        done = redact_here(store, rel, rev, redact_in_store)
+    for revision in done.revisions:
         if as_json:
             record = {
                 "path": revision.path,
@@ -316,6 +336,85 @@ def redact(path: str, rev: int, as_json: bool, store_url: str | None) -> None:
             click.echo(
                 f"redacted {revision.path} revision {revision.rev} (by {revision.redacted_by})"
             )
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "purged": {
+                        "journals_compacted": [
+                            {"mount": mount, "journal": journal, "dropped_bytes": dropped}
+                            for mount, journal, dropped in done.compacted
+                        ],
+                        "stopped_journals_deleted": done.orphans,
+                        "saved_first": list(done.saved),
+                        "recovered_copies_deleted": list(done.copies),
+                    },
+                    "not_purged": {
+                        "mounts_not_answering": list(done.silent),
+                        "journal_kept": done.kept or None,
+                        "quarantined_journals": list(done.quarantined),
+                        "rescued_stores": list(done.rescued),
+                    },
+                }
+            )
+        )
+        return
+    for line in _purge_lines(done):
+        click.echo(line)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _purge_lines(done: Redaction) -> list[str]:
+    """What ``memfs redact`` says it purged beside the store, and what it could not."""
+    kinds = []
+    if done.compacted:
+        mounts = ", ".join(mount for mount, _, _ in done.compacted)
+        kinds.append(
+            f"{_count(len(done.compacted), 'journal', 'journals')} compacted"
+            f" ({_count(len(done.compacted), 'mount', 'mounts')} {mounts})"
+        )
+    if done.orphans:
+        saved = (
+            f", {_count(len(done.saved), 'file', 'files')} saved from them first"
+            if done.saved
+            else ""
+        )
+        kinds.append(
+            f"{_count(done.orphans, 'journal', 'journals')} of stopped daemons deleted{saved}"
+        )
+    if done.copies:
+        kinds.append(f"{_count(len(done.copies), 'recovered copy', 'recovered copies')} deleted")
+    lines = [
+        "purged: " + ", ".join(kinds)
+        if kinds
+        else "purged: nothing else held it (no mount, journal or recovered copy of this store here)"
+    ]
+    for mount in done.silent:
+        lines.append(
+            f"not purged: the mount at {mount} did not answer; its journal may hold the"
+            " content until it is unmounted"
+        )
+    if done.kept:
+        lines.append(
+            f"not purged: {done.kept} holds writes a stopped daemon acknowledged that could"
+            " not be saved now; mount the store to save them, then redact again"
+        )
+    if done.quarantined:
+        lines.append(
+            f"not purged: {_count(len(done.quarantined), 'journal', 'journals')} memfs could"
+            f" not replay, set aside in {Path(done.quarantined[0]).parent}"
+            " (*.failed-*); read them, then delete them"
+        )
+    if done.rescued:
+        lines.append(
+            f"not purged: {_count(len(done.rescued), 'whole store', 'whole stores')} rescued"
+            f" in {Path(done.rescued[0]).parent} (*.rescued-*) may hold it; delete them once"
+            " you no longer need them"
+        )
+    return lines
 
 
 COMMANDS = [restore, undo, checkpoint, redact]

@@ -10,12 +10,17 @@ disk would, and only the daemon can do them:
   reverted by it later;
 - ``show``: after the door's change, the mount follows the feed up to it and has the
   kernel drop what it cached, so a person reading through the mount sees it at once
-  rather than after the feed's next poll.
+  rather than after the feed's next poll;
+- ``purge``: ``memfs redact`` has the mount drop what it keeps on disk of the redacted
+  content (its journal's records of finished writes, recovered copies), or hear that
+  the mount holds it as a pending write, which is a file's current content to it.
 
 One Unix socket per daemon, next to its state record (the state directory is private
 to its user; a peer of another user is refused too, by its credentials). Requests and
 answers are one JSON object per line: ``{"settle": [PATH, ...]}`` and ``{"show": SEQ}``
-answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``.
+answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``; ``{"purge": [SHA256, ...],
+"check": BOOL}`` answers with the fields of :class:`memfs.mount.writes.Purged` beside
+``"ok"`` (with ``check``, only ``pending`` is filled and nothing changes).
 
 A mount that does not answer (gone, or older than this protocol) costs the asking door
 nothing but the one-line log: the store's compare-and-set keeps every write safe, and
@@ -32,9 +37,12 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from memfs.store.base import Store
+from memfs.errors import Conflict, MemfsError
+from memfs.store.base import Revision, Store
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +68,13 @@ class ControlServer(threading.Thread):
         path: Path,
         settle: Callable[[list[str]], None],
         show: Callable[[int, float], bool],
+        purge: Callable[[list[str], bool], dict[str, object]] | None = None,
     ) -> None:
         super().__init__(name="memfs-control", daemon=True)
         self.path = path
         self._settle = settle
         self._show = show
+        self._purge = purge
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a daemon that was killed
@@ -133,6 +143,13 @@ class ControlServer(threading.Thread):
             if not isinstance(seq, int):
                 return {"ok": False, "error": "show takes a feed sequence number"}
             return {"ok": self._show(seq, SHOW_TIMEOUT)}
+        if "purge" in request and self._purge is not None:
+            hashes, check = request["purge"], request.get("check", False)
+            if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
+                return {"ok": False, "error": "purge takes a list of SHA-256 digests"}
+            if not isinstance(check, bool):
+                return {"ok": False, "error": "check is true or false"}
+            return {"ok": True, **self._purge(hashes, check)}
         return {"ok": False, "error": "unknown request"}
 
 
@@ -146,8 +163,9 @@ class MountLink:
     """A door's connection to one mount's control socket (see the module docstring).
     Thread-safe; reconnects once when the daemon was restarted; never raises."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mountpoint: str = "") -> None:
         self.path = path
+        self.mountpoint = mountpoint
         self._sock: socket.socket | None = None
         self._buffer = b""
         self._lock = threading.Lock()
@@ -159,6 +177,12 @@ class MountLink:
 
     def show(self, seq: int) -> None:
         self._ask({"show": seq})
+
+    def purge(self, hashes: Iterable[str], *, check: bool = False) -> dict[str, Any] | None:
+        """The mount's answer to a purge (see the module docstring); None when it did
+        not answer, or answered with an error (logged)."""
+        answer = self._ask({"purge": list(hashes), "check": check})
+        return answer if answer is not None and answer.get("ok") else None
 
     def close(self) -> None:
         # A request may be waiting on a daemon that does not answer (stopped, stuck),
@@ -172,7 +196,7 @@ class MountLink:
         with self._lock:
             self._drop()
 
-    def _ask(self, request: dict[str, object]) -> None:
+    def _ask(self, request: dict[str, object]) -> dict[str, Any] | None:
         line = json.dumps(request).encode() + b"\n"
         problem: object = None
         with self._lock:
@@ -185,12 +209,15 @@ class MountLink:
                     self._drop()
                     problem = exc
                     continue
+                if not isinstance(answer, dict):
+                    return None
                 if not answer.get("ok", False) and answer.get("error"):
                     log.warning("memfs: the mount at %s: %s", self.path, answer["error"])
-                return
+                return answer
             if not self._warned:
                 self._warned = True
                 log.info("memfs: the mount's control socket %s: %s", self.path, problem)
+            return None
 
     def _connect(self) -> socket.socket:
         if self._closed:
@@ -232,7 +259,7 @@ def local_mounts(store_id: str) -> list[MountLink]:
     from memfs.mount import state
 
     return [
-        MountLink(state.control_path(r.mountpoint))
+        MountLink(state.control_path(r.mountpoint), r.mountpoint)
         for r in state.records()
         if r.store_id == store_id
     ]
@@ -275,3 +302,89 @@ def nearby(store: Store, paths: Iterable[str], *, dry_run: bool = False) -> Iter
         mounts.show(store.last_seq())
     finally:
         mounts.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """What :func:`redact_here` redacted in the store and purged on this machine."""
+
+    revisions: list[Revision]
+    # Live mounts' journals rewritten to what is pending: (mountpoint, journal, bytes gone).
+    compacted: tuple[tuple[str, str, int], ...] = ()
+    silent: tuple[str, ...] = ()  # live mounts that did not answer: not purged
+    saved: tuple[str, ...] = ()  # files saved from stopped daemons' journals first
+    orphans: int = 0  # stopped daemons' journals replayed, shredded and deleted
+    kept: str = ""  # a journal still holding writes that could not be saved now
+    copies: tuple[str, ...] = ()  # recovered copies deleted
+    quarantined: tuple[str, ...] = ()  # journals memfs could not replay, set aside
+    rescued: tuple[str, ...] = ()  # whole stores rescued under the recovery directory
+
+
+def redact_here(
+    store: Store, path: str, rev: int, redact: Callable[[], list[Revision]]
+) -> Redaction:
+    """``redact()`` (the store's redaction of revision ``rev`` of ``path``), and the same
+    content dropped from what memfs keeps on this machine: every live mount of the store
+    compacts its journal and deletes recovered copies of it (``purge``); stopped
+    daemons' journals are first saved to the store as a mount's start would, then
+    shredded; recovered copies left by them are deleted. Conflict, before anything
+    changes, when a mount or a stopped daemon's journal holds that content as a pending
+    write (it is a file's current content there). What cannot be purged is named."""
+    from memfs.mount import journal, state, writes
+
+    shas: list[str] = []
+    with contextlib.suppress(MemfsError):
+        shas = [r.sha256 for r in store.history(path) if r.rev == rev and not r.redacted_by]
+    links = local_mounts(store.url)
+    where = state.journal_dir(store.url)
+    try:
+        for link in links if shas else []:
+            answer = link.purge(shas, check=True)
+            held = [] if answer is None else answer.get("pending", [])
+            if held:
+                raise Conflict(
+                    f"revision {rev} of '{path}' is what the mount at {link.mountpoint} holds"
+                    f" for '{held[0]}', not saved yet; change or delete that file first, then"
+                    " redact",
+                    path=str(held[0]),
+                )
+        orphaned = writes.orphans_holding(store, where, shas) if shas else []
+        if orphaned:
+            held_in, held_path = orphaned[0]
+            raise Conflict(
+                f"revision {rev} of '{path}' is what a stopped daemon's journal {held_in}"
+                f" holds for '{held_path}'; mount the store to save it, change or delete that"
+                " file, then redact",
+                path=held_path,
+            )
+        saved = writes.save_orphans(store, where) if where.is_dir() else writes.Saved()
+        revisions = redact()
+        hashes = sorted({r.sha256 for r in revisions})
+        compacted: list[tuple[str, str, int]] = []
+        silent: list[str] = []
+        copies: list[str] = []
+        for link in links:
+            answer = link.purge(hashes)
+            if answer is None:
+                silent.append(link.mountpoint)
+                continue
+            if answer.get("journal"):
+                compacted.append(
+                    (link.mountpoint, str(answer["journal"]), int(answer.get("dropped", 0)))
+                )
+            copies += [str(c) for c in answer.get("copies", [])]
+        copies += writes.delete_copies(where / "recovered", hashes)
+    finally:
+        for link in links:
+            link.close()
+    return Redaction(
+        revisions=revisions,
+        compacted=tuple(compacted),
+        silent=tuple(silent),
+        saved=saved.saved,
+        orphans=saved.journals,
+        kept=saved.kept,
+        copies=tuple(copies),
+        quarantined=tuple(str(p) for p in journal.quarantined(where)),
+        rescued=tuple(str(p) for p in writes.rescued(where / "recovered")),
+    )

@@ -354,7 +354,12 @@ def serve(
         initialised.set()
         ops.start(_make_invalidator(mfusepy, fuse_ptr))
         try:
-            server = ControlServer(control_path, ops.settle_paths, ops.show_upto)
+            server = ControlServer(
+                control_path,
+                ops.settle_paths,
+                ops.show_upto,
+                lambda hashes, check: ops.writes.purge(hashes, check=check).fields(),
+            )
         except OSError as exc:
             log.warning("memfs: no control socket (%s); other doors see changes a poll later", exc)
         else:

@@ -25,6 +25,12 @@ writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place).
 Each daemon writes its own file, ``<dir>/<pid>-<n>.journal``, and holds an exclusive
 ``flock`` on it while it runs. A journal nobody holds belongs to a daemon that is gone:
 :func:`orphans` finds those for recovery.
+
+Records of finished buffers stay until the file is reset or compacted, so a secret
+written and then overwritten is still here. ``memfs redact`` has the daemon compact its
+journal durably (:meth:`Journal.sync` before the old file goes) and shred the old one
+(:func:`shred_file`: its bytes overwritten with zeros and flushed before the unlink, as
+SQLite's ``secure_delete`` does for the store), so they are not left in free blocks.
 """
 
 from __future__ import annotations
@@ -159,15 +165,53 @@ class Journal:
             os.ftruncate(self._fd, 0)
             self.size = 0
 
-    def close(self, *, keep: bool) -> None:
-        """Stop appending; ``keep`` leaves the file for the next mount to replay."""
+    def sync(self) -> None:
+        """Make every record appended so far durable, the file's name too: before the
+        journal it replaces goes (a compaction that must survive power loss)."""
+        os.fsync(self._fd)
+        sync_dir(self.directory)
+
+    def close(self, *, keep: bool, shred: bool = False) -> None:
+        """Stop appending; ``keep`` leaves the file for the next mount to replay, and
+        ``shred`` overwrites a file that goes (:func:`shred_file`)."""
         if self._fd < 0:
             return
         if not keep:
+            if shred:
+                shred_file(self.path)
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
         os.close(self._fd)
         self._fd = -1
+
+
+def sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_ZEROS = bytes(1 << 20)
+
+
+def shred_file(path: Path) -> None:
+    """Overwrite ``path``'s bytes with zeros and flush them (the caller unlinks it), so
+    what it held is not left readable in the disk's free blocks. Its own descriptor:
+    a journal's is O_APPEND, where Linux's pwrite ignores the offset."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        done = 0
+        while done < size:
+            done += os.pwrite(fd, _ZEROS[: min(len(_ZEROS), size - done)], done)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
@@ -304,6 +348,13 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
         else:
             buf.shape = Shape.APPEND if low[ident] >= buf.base_size else Shape.EDIT
     return list(live.values())
+
+
+def quarantined(directory: Path) -> list[Path]:
+    """Journals set aside by :func:`quarantine` in ``directory``, oldest name first."""
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob("*.failed-*"))
 
 
 def quarantine(path: Path) -> Path:

@@ -53,7 +53,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,6 +157,142 @@ class Health:
     lost: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What :meth:`PendingWrites.purge` did: nothing but name the files whose pending
+    content is being redacted (``pending``), or the journal it compacted (``dropped``
+    bytes of records of finished writes went) and the recovered copies it deleted."""
+
+    pending: tuple[str, ...] = ()
+    journal: str = ""
+    dropped: int = 0
+    copies: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "pending": list(self.pending),
+            "journal": self.journal,
+            "dropped": self.dropped,
+            "copies": list(self.copies),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What :func:`save_orphans` committed from stopped daemons' journals, and the
+    journal that still holds what it could not (``""``: none)."""
+
+    saved: tuple[str, ...] = ()
+    unsaved: tuple[str, ...] = ()
+    kept: str = ""
+    journals: int = 0  # stopped daemons' journals replayed and deleted
+
+
+def base_of(store: Store, path: str, rev: int) -> bytes:
+    """The content revision ``rev`` of ``path`` had, for a journaled edit made on it
+    (its current content, logged, when that revision is gone)."""
+    with contextlib.suppress(Exception):
+        data, entry = store.read(path)
+        if entry.rev == rev:
+            return data
+    with contextlib.suppress(Exception):
+        return store.read_revision(path, rev)
+    log.warning("memfs: revision %d of %s is gone; replaying onto its current content", rev, path)
+    with contextlib.suppress(Exception):
+        return store.read(path)[0]
+    return b""
+
+
+def landed_before(store: Store, rec: jr.Recovered) -> bool:
+    """Whether the store already holds what ``rec`` would commit: its content is the
+    file's, or its last landing attempt (journaled before the write) made a revision
+    (a killed daemon commits and dies before it notes the commit as done)."""
+    with contextlib.suppress(Exception):
+        data, _ = store.read(rec.path)
+        if data == rec.data:
+            return True
+    if rec.landing is None:
+        return False
+    target, expected, sha = rec.landing
+    with contextlib.suppress(Exception):
+        return any(
+            r.rev > expected and bytes.fromhex(r.sha256) == sha for r in store.history(target)
+        )
+    return False
+
+
+def delete_copies(directory: Path | None, hashes: Collection[str]) -> list[str]:
+    """Shred and delete the recovered copies under ``directory`` whose content's SHA-256
+    (hex) is one of ``hashes``; the paths deleted. Whole stores rescued there
+    (:func:`rescued`) are not copies of one file and are left alone."""
+    if directory is None or not directory.is_dir() or not hashes:
+        return []
+    rescues = set(rescued(directory))
+    gone: list[str] = []
+    for path in sorted(directory.rglob("*")):
+        if path in rescues or path.is_symlink() or not path.is_file():
+            continue
+        try:
+            with path.open("rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError:
+            continue
+        if digest not in hashes:
+            continue
+        jr.shred_file(path)
+        path.unlink()
+        gone.append(str(path))
+        for parent in path.parents:  # the directories its store path made, if now empty
+            if parent == directory or directory not in parent.parents:
+                break
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+    return gone
+
+
+def rescued(directory: Path | None) -> list[Path]:
+    """Whole stores saved under ``directory`` when their storage went away under a mount
+    (:meth:`memfs.store.base.Store.rescue`): a person's to keep or delete."""
+    if directory is None or not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.rescued-*") if p.is_file())
+
+
+def orphans_holding(
+    store: Store, journal_dir: Path, hashes: Collection[str]
+) -> list[tuple[str, str]]:
+    """``(journal, path)`` for each write a stopped daemon's journal holds pending (to be
+    committed by the next mount) whose content's SHA-256 is one of ``hashes``."""
+    found: list[tuple[str, str]] = []
+    for journal, _fd in jr.orphans(journal_dir):
+        try:
+            pending = jr.replay(journal, lambda p, rev: base_of(store, p, rev))
+        except Exception:
+            continue  # unreadable: the next mount sets it aside, and says so
+        for rec in pending:
+            if hashlib.sha256(rec.data).hexdigest() in hashes and not landed_before(store, rec):
+                found.append((str(journal), rec.path))
+    return found
+
+
+def save_orphans(store: Store, journal_dir: Path) -> Saved:
+    """Do what a mount's start does with stopped daemons' journals of ``store``: commit
+    what they hold pending (a failure keeps it in a journal, as a mount's does), then
+    shred and delete them, so none keeps records of finished writes."""
+    writes = PendingWrites(
+        store,
+        lambda author, fn, path: fn(),
+        journal_dir=journal_dir,
+        recovery_dir=journal_dir / "recovered",
+    )
+    found = writes.recover(shred=True)
+    kept = "" if writes._journal is None else str(writes._journal.path)
+    health = writes.close()
+    return Saved(tuple(found), health.unsaved, kept if health.unsaved else "", writes.replayed)
+
+
 def check_new_name(path: str) -> None:
     """Refuse a name the model could not address, as the store would, with its errno."""
     try:
@@ -250,6 +386,7 @@ class PendingWrites:
         self._unsaved: set[str] = set()
         self._ids = itertools.count(1)
         self.errors = 0
+        self.replayed = 0  # stopped daemons' journals adopted and deleted by recover()
         self._health = Health()
         self._store_problem: tuple[str, float] = ("", 0.0)
         self._wake = threading.Event()
@@ -739,7 +876,10 @@ class PendingWrites:
         if self._log().size > max(COMPACT_AT_BYTES, 4 * self._bytes):
             self._compact()
 
-    def _compact(self) -> None:
+    def _compact(self, *, purge: bool = False) -> None:
+        """A new journal holding only what is pending, whole; the old one goes. For a
+        ``purge`` the new one is durable before the old one is shredded and unlinked:
+        at every moment one of them holds every acknowledged write."""
         old = self._log()
         fresh = jr.Journal(old.directory)
         for buf in self._bufs.values():
@@ -747,8 +887,35 @@ class PendingWrites:
             fresh.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
             fresh.shaped(buf.ident, buf.shape, buf.base_size)
             fresh.wrote(buf.ident, 0, buf.data)
+        if purge:
+            fresh.sync()
         self._journal = fresh
-        old.close(keep=False)
+        old.close(keep=False, shred=purge)
+
+    def purge(self, hashes: Collection[str], *, check: bool = False) -> Purged:
+        """Drop what this daemon keeps on disk of content whose SHA-256 (hex) is one of
+        ``hashes`` (being redacted): compact the journal to what is pending and delete
+        recovered copies of it. A buffer whose pending content is one of them is a
+        file's current content to this mount: it is named and nothing is done (an
+        acknowledged write is never dropped). ``check`` only names them."""
+        wanted = set(hashes)
+        with self.lock:
+            holding = tuple(
+                sorted(
+                    buf.path
+                    for buf in self._bufs.values()
+                    if hashlib.sha256(buf.data).hexdigest() in wanted
+                )
+            )
+            if holding or check:
+                return Purged(pending=holding)
+            journal, dropped = "", 0
+            if self._journal is not None:
+                before = self._journal.size
+                self._compact(purge=True)
+                journal, dropped = str(self._journal.path), before - self._journal.size
+            copies = delete_copies(self.recovery_dir, wanted)
+        return Purged(journal=journal, dropped=dropped, copies=tuple(copies))
 
     def check_usable(self) -> None:
         """EIO once the store's storage went away (see :meth:`lose`)."""
@@ -829,9 +996,10 @@ class PendingWrites:
                     log.exception("memfs: could not report the mount's health")
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def recover(self) -> list[str]:
+    def recover(self, *, shred: bool = False) -> list[str]:
         """Adopt what dead daemons' journals hold for this store, then commit it; returns
-        the paths recovered. Run before the mount serves."""
+        the paths recovered. Run before the mount serves; ``shred`` overwrites each
+        journal adopted before it goes (:func:`memfs.mount.journal.shred_file`)."""
         if self._journal_dir is None:
             return []
         found: list[str] = []
@@ -852,7 +1020,12 @@ class PendingWrites:
                     )
                     if self._adopt(rec, act):
                         found.append(rec.path)
+                if shred:
+                    if self._journal is not None:
+                        self._journal.sync()  # what was adopted is durable before it goes
+                    jr.shred_file(path)
                 path.unlink()
+                self.replayed += 1
             for name in found:
                 buf = self._bufs.get(name)
                 if buf is not None:
@@ -865,18 +1038,7 @@ class PendingWrites:
         return found
 
     def _base(self, path: str, rev: int) -> bytes:
-        with contextlib.suppress(Exception):
-            data, entry = self.store.read(path)
-            if entry.rev == rev:
-                return data
-        with contextlib.suppress(Exception):
-            return self.store.read_revision(path, rev)
-        log.warning(
-            "memfs: revision %d of %s is gone; replaying onto its current content", rev, path
-        )
-        with contextlib.suppress(Exception):
-            return self.store.read(path)[0]
-        return b""
+        return base_of(self.store, path, rev)
 
     def _adopt(self, rec: jr.Recovered, act: Act) -> bool:
         if self._landed_before(rec):
@@ -908,22 +1070,7 @@ class PendingWrites:
         return True
 
     def _landed_before(self, rec: jr.Recovered) -> bool:
-        """Whether the store already holds what ``rec`` would commit: its content is the
-        file's, or its last landing attempt (journaled before the write) made a revision
-        (a killed daemon commits and dies before it notes the commit as done)."""
-        with contextlib.suppress(Exception):
-            data, _ = self.store.read(rec.path)
-            if data == rec.data:
-                return True
-        if rec.landing is None:
-            return False
-        target, expected, sha = rec.landing
-        with contextlib.suppress(Exception):
-            return any(
-                r.rev > expected and bytes.fromhex(r.sha256) == sha
-                for r in self.store.history(target)
-            )
-        return False
+        return landed_before(self.store, rec)
 
     def start(self) -> None:
         self._log()
