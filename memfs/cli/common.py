@@ -5,7 +5,7 @@ printing helpers (local times, sizes, tables)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -81,31 +81,58 @@ def require_existing(choice: StoreChoice) -> None:
         raise click.ClickException(str(exc)) from exc
 
 
-@contextmanager
-def target(path: str | None, store_url: str | None) -> Iterator[tuple[Store, str, StoreChoice]]:
-    """The opened store and store-relative path a history command works on, every
-    error turned into its one line. Without ``path``: the whole tree of the mount the
-    current directory is in, else of ``--store`` or the user's store."""
-    from memfs.store import open_store
-
+def choose_target(path: str | None, store_url: str | None) -> tuple[StoreChoice, str]:
+    """The store and store-relative path a command on ``path`` works on, every error
+    its one line. Without ``path``: the whole tree of the mount the current directory is
+    in, else of ``--store`` or the user's store."""
     try:
         if path is None:
             choice = resolve(".", store_url)[0] if _in_mount() else stores.choose(store_url)
-            rel = ""
-        else:
-            choice, rel = resolve(path, store_url)
+            return choice, ""
+        return resolve(path, store_url)
     except PathError as exc:
         raise click.ClickException(f"{path!r} is not a memory path: {exc}") from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@contextmanager
+def opened(choice: StoreChoice, *, readonly: bool) -> Iterator[Store]:
+    """The one place a command opens the store it chose, every error turned into its
+    one line: ``readonly`` for a command that only reads, so it works where the store
+    cannot be written (a read-only file, directory or mount, a read-only database role)
+    and never creates, migrates or writes anything (a PostgreSQL tree that is not there
+    is refused naming the trees that are, never made). A store that does not exist is
+    refused either way: nothing is created just to find it empty."""
+    from memfs.store import open_store
+
     try:
         require_existing(choice)
-        with open_store(choice.url) as store:
-            yield store, rel, choice
+        with open_store(choice.url, readonly=readonly) as store:
+            yield store
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+
+
+@contextmanager
+def target(
+    path: str | None, store_url: str | None, *, readonly: bool = False
+) -> Iterator[tuple[Store, str, StoreChoice]]:
+    """The opened store and store-relative path a history command works on (see
+    :func:`choose_target`); ``readonly`` when this run of it only reads (see
+    :func:`opened`)."""
+    choice, rel = choose_target(path, store_url)
+    with opened(choice, readonly=readonly) as store:
+        yield store, rel, choice
+
+
+def reading(
+    path: str | None, store_url: str | None
+) -> AbstractContextManager[tuple[Store, str, StoreChoice]]:
+    """:func:`target` for a command that only ever reads."""
+    return target(path, store_url, readonly=True)
 
 
 def _in_mount() -> bool:

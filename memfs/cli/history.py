@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from memfs.cli.common import local_time, store_option, target
+from memfs.cli.common import local_time, reading, store_option
 from memfs.store.base import Revision
 
 
@@ -38,7 +38,7 @@ def history(
     """
     from memfs.history.follow import lineage
 
-    with target(path, store_url) as (store, rel, _):
+    with reading(path, store_url) as (store, rel, _):
         revisions = lineage(store, rel) if follow else store.history(rel, limit)
         if show_rev is not None:
             where = next((r.path for r in revisions if r.rev == show_rev), rel)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from memfs.cli.common import local_time, store_option, target
+from memfs.cli.common import local_time, reading, store_option
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
 from memfs.store.base import Store
@@ -91,7 +91,7 @@ def log(
 
     if follow and path is None:
         raise click.UsageError("--follow needs the PATH of a file")
-    with target(path, store_url) as (store, rel, _):
+    with reading(path, store_url) as (store, rel, _):
         since_ns = None if since is None else moment(store, since, "--since") + 1
         until_ns = None if until is None else moment(store, until, "--until")
         paths = names_of(store, rel) if follow else [rel]
@@ -157,7 +157,7 @@ def diff(
         raise click.UsageError("give a PATH, or --since WHEN for the changes of the tree")
     if when is not None and revs:
         raise click.UsageError("give revisions or --since, not both")
-    with target(path, store_url) as (store, rel, _):
+    with reading(path, store_url) as (store, rel, _):
         if when is not None:
             _echo_diff(tree_diff(store, point(store, when), rel), color)
             return

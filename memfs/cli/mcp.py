@@ -85,11 +85,6 @@ def mcp(
         raise click.BadParameter("the token is empty", param_hint="--token")
     if token is not None and http_address is None:
         raise click.UsageError("--token protects --http; over stdio there is nothing to refuse")
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="memfs mcp: %(message)s",
-    )
     choice = stores.choose(store_url) if root is None else None
     try:
         address = sock = None
@@ -126,6 +121,13 @@ def mcp(
         raise click.ClickException(
             stores.message(exc, choice.elsewhere if choice else None)
         ) from exc
+    # Logging starts once the store is open: a store that cannot be opened is its one
+    # error line, not also the backend's log of the attempt (PostgreSQL's "lost ...").
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="memfs mcp: %(message)s",
+    )
     server = MemoryServer(memory)
     try:
         if address is None or sock is None:

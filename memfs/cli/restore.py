@@ -87,6 +87,7 @@ def restore(
 
     author = author_for("restore")
     act = act_for("restore")
+    # Even a dry run opens for writing: restore_tree plans inside a write transaction.
     with target(path, store_url) as (store, rel, choice):
         if rev is not None:
             with nearby(store, [rel]), store.acting(act):
@@ -175,7 +176,7 @@ def undo(
 
     if op_id is not None and (last is not None or when is not None or actor is not None):
         raise click.UsageError("give an operation ID, or choose with --last/--since/--actor")
-    with target(None, store_url) as (store, _, choice):
+    with target(None, store_url, readonly=dry_run) as (store, _, choice):
         if op_id is not None:
             chosen = [operation(store, op_id)]  # NotFound: one line at the CLI's edge
         else:
@@ -273,7 +274,7 @@ def checkpoint(
         raise click.UsageError("give a NAME, or --list")
     if name is not None:
         _check_name(name)
-    with target(None, store_url) as (store, _, choice):
+    with target(None, store_url, readonly=listing) as (store, _, choice):
         if listing:
             for cp in store.checkpoints():
                 record = {

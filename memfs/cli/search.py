@@ -5,12 +5,14 @@ a model path (``/memories/notes``) or a store-relative path in ``--store`` or th
 user's store; none means the whole tree (or, inside a mount, the current directory).
 Lines print as grep's do, ``PATH:LINE:TEXT``, files best match first; PATH is the file
 in the mount when the search was given one, else the store path. Exit status 1 when
-nothing matched, as grep's. A store whose index is missing or behind (written by an
-older memfs) is indexed first, with a progress bar on a terminal.
+nothing matched, as grep's. The store is opened read-only; when its index is behind
+(its files not all indexed yet) and it can be written, it is indexed first, with a
+progress bar on a terminal, else the files not yet indexed are read as it searches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -19,27 +21,39 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import require_existing, resolve, store_option
+from memfs.cli.common import opened, resolve, store_option
 from memfs.errors import MemfsError, PathError, QueryError, StoreUnavailable
-from memfs.store import shown_url
 from memfs.store.base import SearchHit, Store
 
 
-def _build_index(store: Store) -> None:
+def _build_index(store: Store, choice: stores.StoreChoice) -> None:
+    """Catch the index up with the files not in it yet (a store an older memfs wrote,
+    or one whose index a crash left behind), through a second, write-capable open of
+    ``store``: the search itself is read-only, and this is the one write it does, of
+    derived data only. Where the store cannot be written, the search reads those files
+    directly instead (slower, the same hits)."""
     pending = store.search_index_pending()
     if not pending:
         return
     from tqdm import tqdm
 
-    with tqdm(
-        total=pending,
-        desc="indexing the store for search",
-        unit=" files",
-        file=sys.stderr,
-        disable=not sys.stderr.isatty(),
-        leave=False,
-    ) as bar:
-        store.build_search_index(bar.update)
+    from memfs.store import open_store
+
+    # The read-only open has found the store (its tree, its current schema): a
+    # write-capable open of it creates and migrates nothing.
+    with (
+        contextlib.suppress(StoreUnavailable),
+        open_store(choice.url) as writable,
+        tqdm(
+            total=pending,
+            desc="indexing the store for search",
+            unit=" files",
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+            leave=False,
+        ) as bar,
+    ):
+        writable.build_search_index(bar.update)
 
 
 def _shown(hit: SearchHit, mount_base: Path | None, rel_base: str) -> str:
@@ -89,7 +103,6 @@ def search(
     matched line by line, case-sensitive.
     """
     from memfs.mount import state
-    from memfs.store import open_store
 
     if path is None and store_url is None and state.lookup(os.getcwd()) is not None:
         path = os.getcwd()
@@ -104,17 +117,12 @@ def search(
     mount_base = None
     if path is not None and state.lookup(path) is not None:
         mount_base = state.normalize(path)
-    try:
-        require_existing(choice)
-        with open_store(choice.url) as store:
-            _build_index(store)
+    with opened(choice, readonly=True) as store:
+        try:
+            _build_index(store, choice)
             hits = store.search(query, rel, regex=regex, limit=limit)
-    except QueryError as exc:
-        raise click.ClickException(str(exc)) from exc
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+        except QueryError as exc:
+            raise click.ClickException(str(exc)) from exc
     shown = [_shown(hit, mount_base, rel) for hit in hits]
     if as_json:
         click.echo(_hits_json(hits, shown))

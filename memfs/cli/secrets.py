@@ -19,11 +19,10 @@ from dataclasses import asdict, dataclass
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import require_existing, resolve, store_option
-from memfs.errors import IsADirectory, MemfsError, NotFound, PathError, StoreUnavailable
+from memfs.cli.common import opened, resolve, store_option
+from memfs.errors import IsADirectory, MemfsError, NotFound, PathError
 from memfs.paths import shown
 from memfs.secrets import Finding, mask, scan
-from memfs.store import shown_url
 from memfs.store.base import Store
 from memfs.store.matching import decode_text
 
@@ -192,7 +191,6 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
     line, kind, why and preview.
     """
     from memfs.mount import state
-    from memfs.store import open_store
 
     try:
         if path is None and state.lookup(os.getcwd()) is not None:
@@ -206,19 +204,11 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     tally = Tally()
-    try:
-        require_existing(choice)
-        with open_store(choice.url) as store:
-            rows = []
-            for row in scan_store(store, rel, with_history, tally):
-                rows.append(row)
-                click.echo(
-                    json.dumps(asdict(row), ensure_ascii=False) if as_json else format_row(row)
-                )
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+    with opened(choice, readonly=True) as store:
+        rows = []
+        for row in scan_store(store, rel, with_history, tally):
+            rows.append(row)
+            click.echo(json.dumps(asdict(row), ensure_ascii=False) if as_json else format_row(row))
     if not as_json:
         click.echo(_summary(rows, tally, with_history))
 

@@ -66,7 +66,7 @@ def _store_caps(url: str) -> str | None:
     from memfs.store import open_store
 
     try:
-        with open_store(url) as store:
+        with open_store(url, readonly=True) as store:
             if not _has_caps(store.max_files, store.max_tree_bytes):
                 return None
             usage = store.usage()
@@ -248,19 +248,12 @@ def _mirrors(out: dict[str, list[dict[str, object]]] | None = None) -> None:
 
 def _one_store(url: str, as_json: bool = False) -> None:
     from memfs.cli import stores
-    from memfs.errors import StoreUnavailable
-    from memfs.store import open_store
+    from memfs.cli.common import opened
 
     choice = stores.choose(url)
-    stores.require_existing_store(choice)  # its message names the store already
-    try:
-        with open_store(choice.url) as store:
-            usage = store.usage()
-            caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+    with opened(choice, readonly=True) as store:
+        usage = store.usage()
+        caps = (store.max_files, store.max_tree_bytes, store.max_file_bytes)
     if as_json:
         record = {
             "store": shown_url(choice.url),

@@ -14,7 +14,7 @@ from types import TracebackType
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import require_existing, resolve, store_option
+from memfs.cli.common import opened, resolve, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 from memfs.store import shown_url
@@ -84,17 +84,18 @@ def export_cmd(
     .tgz or .zip file. Names, bytes, modes and mtimes are kept; with --history the
     revisions too, in .memfs-history.db beside the tree."""
     from memfs.history.transfer import export_tree
-    from memfs.store import open_store
 
     choice, rel = _choose(prefix, store_url)
-    try:
-        require_existing(choice)
-        with open_store(choice.url) as store, _Bar("export", quiet) as bar:
-            result = export_tree(store, dest, prefix=rel, history=history, progress=bar)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+    with opened(choice, readonly=True) as store:
+        try:
+            with _Bar("export", quiet) as bar:
+                result = export_tree(store, dest, prefix=rel, history=history, progress=bar)
+        except StoreUnavailable:
+            raise  # said by opened(), with how to use another store
+        except MemfsError as exc:
+            # What the export refuses (a destination in the way, no such PREFIX) says
+            # where already.
+            raise click.ClickException(str(exc)) from exc
     carried = " and its history" if result.history else ""
     click.echo(
         f"exported {_count(result.files, 'file', 'files')}, "

@@ -25,6 +25,7 @@ def trees(store_url: str | None, as_json: bool) -> None:
 
     choice = stores.choose(store_url)
     try:
+        stores.require_existing_store(choice)
         found = list_trees(choice.url)
     except StoreUnavailable as exc:
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc

@@ -83,11 +83,6 @@ def web(
         raise click.UsageError("give --root MNT or --store URL, not both")
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="memfs web: %(message)s",
-    )
     choice = _choose(store_url, root)
     try:
         address = httpguard.parse_address(http_address)
@@ -102,6 +97,13 @@ def web(
         raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
+    # Logging starts once the store is open: a store that cannot be opened is its one
+    # error line, not also the backend's log of the attempt (PostgreSQL's "lost ...").
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="memfs web: %(message)s",
+    )
     try:
         try:
             sock = httpguard.bind(address)

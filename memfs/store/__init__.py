@@ -139,14 +139,15 @@ class TreeInfo:
 
 def list_trees(url: str | os.PathLike[str] | None = None) -> list[TreeInfo]:
     """Every tree the database named by ``url`` holds, by name. A server database holds
-    any number (``?tree=NAME`` picks one); a file store is one tree, ``default``."""
+    any number (``?tree=NAME`` picks one); a file store is one tree, ``default``. Only
+    reads: creates, migrates and writes nothing."""
     url = default_url() if url is None else os.fspath(url)
     scheme, base, query = _split(url.strip())
     if scheme in ("postgresql", "postgres"):
         from memfs.store.postgres_trees import list_trees as pg_trees
 
         return [TreeInfo(n, u, usage, seq) for n, u, usage, seq, _ in pg_trees(base, query)]
-    with open_store(url) as store:
+    with open_store(url, readonly=True) as store:
         return [TreeInfo("default", store.url, store.usage(), store.last_seq())]
 
 

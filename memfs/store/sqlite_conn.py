@@ -21,10 +21,12 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from memfs.errors import StoreError, StoreUnavailable
 from memfs.store import sqlite_schema as schema
 from memfs.store.sql import Params, Pending, Row
+from memfs.store.sqlite_files import Connection, count_open
 from memfs.store.sqlite_options import SqliteOptions
 from memfs.store.sqlite_schema import translate
 
@@ -125,8 +127,13 @@ class SqliteConnections:
         self._closed = False
         self._autocheckpoint = DEFAULT_AUTOCHECKPOINT
         self._connect_to: Callable[[], sqlite3.Connection]
+        # Whether this read-only open is the one that makes the -wal and -shm files
+        # SQLite needs beside the store (then close() takes them away again).
+        self._tidy = False
         if options.limits.readonly:
+            self._tidy = not any(Path(f"{path}{end}").exists() for end in _SIDE_FILES)
             db, uri = schema.open_readonly(path, busy_timeout=options.busy_timeout)
+            self._tidy = self._tidy and "immutable=1" not in uri
             self._connect_to = lambda: schema.connect_uri(uri, path, options.busy_timeout)
         else:
             db = schema.prepare(
@@ -250,4 +257,27 @@ class SqliteConnections:
             conns = list(self._conns)
             self._conns.clear()
         for db in conns:
+            db.close()
+        if self._tidy:
+            _tidy_side_files(self.path)
+
+
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def _tidy_side_files(path: Path) -> None:
+    """Remove the empty -wal and -shm a read-only open left beside ``path`` when no
+    other process holds the store, as a writer's last close does: SQLite deletes them
+    when its last connection that may write closes, and only a connection that may
+    write can. The log is empty (a read-only connection writes none), so the store file
+    stays byte-identical; another process holding the store keeps them, as it needs."""
+    if not any(Path(f"{path}{end}").exists() for end in _SIDE_FILES):
+        return
+    with contextlib.suppress(sqlite3.Error):
+        uri = f"file:{quote(str(path))}?mode=rw"
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, factory=Connection)
+        count_open(db, path)
+        try:
+            db.execute("PRAGMA user_version").fetchone()  # joins the WAL, to leave it
+        finally:
             db.close()
