@@ -39,7 +39,11 @@ def _build_index(store: Store) -> None:
         disable=not sys.stderr.isatty(),
         leave=False,
     ) as bar:
-        store.build_search_index(bar.update)
+
+        def advance(n: int) -> None:
+            bar.update(n)
+
+        store.build_search_index(advance)
 
 
 def _shown(hit: SearchHit, mount_base: Path | None, rel_base: str) -> str:
