@@ -31,6 +31,8 @@ venv: $(STAMP)
 test: system-deps $(STAMP)
 	$(BIN)/pytest
 
+# ruff's lint rules and its formatting, then mypy --strict over memfs, tests and scripts
+# (what pyproject's [tool.mypy] names). Needs only the venv, not the system packages.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

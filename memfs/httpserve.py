@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -36,13 +36,15 @@ class Uvicorn:
             lifespan="on",
             log_level="warning",
             access_log=False,
-            # A client's open event stream must not hold the shutdown forever.
-            timeout_graceful_shutdown=graceful_seconds,
+            # A client's open event stream must not hold the shutdown forever. uvicorn
+            # types it int, yet only hands it to asyncio.wait_for, which takes seconds as
+            # a float (the MCP door's grace is 0.5 s).
+            timeout_graceful_shutdown=graceful_seconds,  # type: ignore[arg-type]
         )
 
         class Server(uvicorn.Server):
             @contextlib.contextmanager
-            def capture_signals(self):  # type: ignore[no-untyped-def]
+            def capture_signals(self) -> Iterator[None]:
                 yield
 
         self.server = Server(config)

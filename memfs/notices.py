@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from memfs.history.operations import describe
-from memfs.history.steps import State, Step, fold
+from memfs.history.steps import State, Step, StepAction, fold
 from memfs.paths import parent_of
 from memfs.store.base import Change, Store
 
@@ -124,7 +124,8 @@ def _making(state: State | None, replaced: State | None) -> Step:
     kind = state.kind if state is not None else "file"
     if replaced is not None and kind == "file":
         return Step("modify", "", replaced, state)
-    return Step({"dir": "mkdir", "symlink": "symlink"}.get(kind, "create"), "", None, state)
+    made: dict[str, StepAction] = {"dir": "mkdir", "symlink": "symlink"}
+    return Step(made.get(kind, "create"), "", None, state)
 
 
 def _phrase(steps: list[Step]) -> str:
@@ -275,7 +276,7 @@ class ChangeFeed:
             return dataclasses.replace(made, path=model_path(new), rev=step.rev)
         if old is not None:  # moved out of sight: gone
             kind = step.before.kind if step.before is not None else "file"
-            action = "rmdir" if kind == "dir" else "delete"
+            action: StepAction = "rmdir" if kind == "dir" else "delete"
             return Step(action, model_path(old), step.before, None)
         return None
 

@@ -38,7 +38,7 @@ def main() -> int:
             order = [("no caps", ""), ("caps", CAPS)]
             for label, query in order if run % 2 == 0 else order[::-1]:
                 db, mnt = work / f"{run}-{label}.db", work / f"{run}-{label}-mnt"
-                with mounted(f"sqlite://{db}{query}", mnt):  # type: ignore[arg-type]
+                with mounted(f"sqlite://{db}{query}", mnt):
                     (mnt / "w").mkdir()
                     small = write_files(mnt / "w", args.write_files)
                     big = write_big(mnt / "big.bin", 32)

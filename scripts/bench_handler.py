@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -38,6 +38,9 @@ from anthropic.lib.tools import ToolError
 from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
 
 from memfs.handler import MemoryHandler
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 Command = dict[str, Any]
 # (kind, command); kind splits "view" into file and directory views for the breakdown.
@@ -101,7 +104,7 @@ def build_workload(files: int, dirs: int, ops: int, seed: int) -> Workload:
             number = int(path.rsplit("note", 1)[1].split(".")[0])
             old, new = live[path], live[path] + 1
             live[path] = new
-            command = {
+            command: Command = {
                 "command": "str_replace",
                 "path": path,
                 "old_str": f"counter: {number}-{old}",
@@ -119,8 +122,8 @@ def build_workload(files: int, dirs: int, ops: int, seed: int) -> Workload:
             mixed.append((kind, command))
         elif kind == "rename":
             old_path = rng.choice(paths)
-            number = old_path.rsplit("note", 1)[1]
-            new_path = f"/memories/d{rng.randrange(dirs):02d}/r{serial}-note{number}"
+            name = old_path.rsplit("note", 1)[1]  # its number and extension
+            new_path = f"/memories/d{rng.randrange(dirs):02d}/r{serial}-note{name}"
             serial += 1
             live[new_path] = live.pop(old_path)
             paths[paths.index(old_path)] = new_path
@@ -175,7 +178,7 @@ class FsyncCounter:
         self.seconds = 0.0
         self.real = os.fsync
 
-    def __call__(self, fd: int) -> None:
+    def __call__(self, fd: FileDescriptorLike) -> None:
         self.calls += 1
         start = time.perf_counter()
         try:

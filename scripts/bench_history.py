@@ -72,7 +72,11 @@ def build(work: Path, files: int, revisions: int, back: int) -> tuple[Path, Path
                 path = paths[i] if i < files else rng.choice(paths)
                 body = f"# {path}\nrevision {i}\n" + "memory line\n" * 20
                 author = f"agent-{i % 7}"
-                store.clock = lambda i=i: (t0 + i) * 10**9  # one time per change
+
+                def clock(stamp: int = (t0 + i) * 10**9) -> int:  # one time per change
+                    return stamp
+
+                store.clock = clock
                 store.write(path, body.encode(), author=author, parents=True)
                 stream.write(
                     f"commit refs/heads/main\nmark :{i + 1}\n"

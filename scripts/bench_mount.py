@@ -97,7 +97,8 @@ class Server:
         self._ask("reset")
 
     def counts(self) -> dict[str, int]:
-        return json.loads(self._ask("counts") or "{}")
+        counts: dict[str, int] = json.loads(self._ask("counts") or "{}")
+        return counts
 
     def stop(self) -> None:
         subprocess.run(["fusermount3", "-u", str(self.mnt)], capture_output=True, check=False)
@@ -163,7 +164,8 @@ def build(db: Path | str, native: Path, files: int, dirs: int, size: int) -> flo
 
 
 def interleaved(a: list[str], b: list[str], runs: int) -> tuple[float, float]:
-    ta, tb = [], []
+    ta: list[float] = []
+    tb: list[float] = []
     for i in range(runs):
         for cmd, out in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
             out.append(timed(cmd))

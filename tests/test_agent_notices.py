@@ -16,6 +16,7 @@ import pytest
 
 from memfs.agent import AgentSession, NoticeAdded, run_agent
 from memfs.errors import NotFound
+from memfs.store.base import Store
 from tests.fixtures.model_server import ModelServer, Request, memory, reply, text
 from tests.fixtures.mount import wait_for
 
@@ -125,7 +126,7 @@ def test_notice_on_a_real_mount_names_the_person(
     assert authors == {"agent"}
 
 
-def _content(store: Any, path: str) -> bytes | None:
+def _content(store: Store, path: str) -> bytes | None:
     try:
         return store.read(path)[0]
     except NotFound:

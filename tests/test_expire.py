@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -40,7 +40,7 @@ def aged(url: str, files: dict[str, bytes], days_ago: int) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
+def store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(sqlite_url(tmp_path / "s.db"))
     yield s
     s.close()

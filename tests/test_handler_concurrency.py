@@ -13,6 +13,7 @@ import pytest
 
 from memfs.handler import MemoryHandler, Result
 from memfs.handler.backend import EDIT_TRIES
+from memfs.handler.tree import DirTree
 
 END = "@@END@@"
 
@@ -144,6 +145,12 @@ def h(tmp_path: Path) -> MemoryHandler:
     return MemoryHandler(tmp_path / "mem")
 
 
+def dir_tree(h: MemoryHandler) -> DirTree:
+    """The directory tree behind ``h``, whose commit hook these tests set."""
+    assert isinstance(h._tree, DirTree)
+    return h._tree
+
+
 def install_person(h: MemoryHandler, path: Path, times: int) -> list[str]:
     """Make the handler's commit hook rewrite ``path`` in place the first ``times`` calls.
 
@@ -165,7 +172,7 @@ def install_person(h: MemoryHandler, path: Path, times: int) -> list[str]:
             f.write(text + line + "\n")
         written.append(line)
 
-    h._tree.before_commit = hook
+    dir_tree(h).before_commit = hook
     return written
 
 
@@ -210,7 +217,7 @@ def test_an_editor_saving_by_rename_is_seen_too(h: MemoryHandler, tmp_path: Path
         os.rename(tmp, path)
         saves.append(os.stat(path).st_ino)
 
-    h._tree.before_commit = save_by_rename
+    dir_tree(h).before_commit = save_by_rename
     cmd = {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": "mine"}
     assert h.execute(cmd) == Result("The file /memories/f.md has been edited.", False)
     assert path.read_text() == "alpha\nmine\nsaved by the editor\n"
@@ -233,7 +240,7 @@ def test_same_size_rewrite_with_restored_mtime_is_still_seen(
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         done.append(True)
 
-    h._tree.before_commit = sneaky
+    dir_tree(h).before_commit = sneaky
     res = h.execute(
         {"command": "str_replace", "path": "/memories/f.md", "old_str": "bbbb", "new_str": "BBBB"}
     )
@@ -270,7 +277,7 @@ def test_a_file_deleted_during_the_edit_is_reported_missing(
         if path.exists():
             path.unlink()
 
-    h._tree.before_commit = delete
+    dir_tree(h).before_commit = delete
     res = h.execute(
         {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": "x"}
     )

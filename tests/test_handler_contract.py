@@ -991,7 +991,7 @@ def test_bad_input_gets_a_clear_error(
 
 def test_non_mapping_input(h: MemoryHandler) -> None:
     for bad in (None, "view /memories", ["view"], 3):
-        res = h.execute(bad)  # type: ignore[arg-type]
+        res = h.execute(bad)
         assert res == Result(
             "Error: The memory tool input must be an object with a `command` field.", True
         )

@@ -125,6 +125,7 @@ def test_rename_onto_a_link_is_an_existing_destination(world: World, link: str) 
 def test_listing_leaves_links_out(world: World) -> None:
     res = world.h.execute({"command": "view", "path": "/memories"})
     assert res.is_error is False
+    assert isinstance(res.content, str)  # text, not image blocks
     assert res.content.split("\n")[2:] == [
         "5B\t/memories/real.md",
         f"{_size(world.root / 'sub')}\t/memories/sub/",
@@ -270,7 +271,7 @@ def test_a_planted_hard_link_is_neither_read_nor_edited(tmp_path: Path) -> None:
         {"command": "insert", "path": path, "insert_line": 0, "insert_text": "X\n"},
     ):
         result = h.execute(command)
-        assert result == (hard_linked(path), True), command
+        assert (result.content, result.is_error) == (hard_linked(path), True), command
         assert SECRET not in str(result.content)
     assert outside.read_text() == f"TOKEN={SECRET}\n"
     # Removing or moving the name is fine: only the name in the root changes.

@@ -344,12 +344,11 @@ def _scenario(ha: Host, hb: Host, tmp: Path, *, kill: bool = False) -> None:
     _check_restore(store.read("other.md")[0].decode(), tmp, started, ended)
     assert not (a.mountpoint / "scratch.md").exists()
     for m in (a, b):
-        text = wait_for(
-            lambda m=m: (m.mountpoint / "log.md").read_text() == store.read("log.md")[0].decode(),
-            10,
-            what=f"{m.mountpoint} showing the store",
-        )
-        assert text
+
+        def shows_the_store(m: MountHandle = m) -> bool:
+            return (m.mountpoint / "log.md").read_text() == store.read("log.md")[0].decode()
+
+        assert wait_for(shows_the_store, 10, what=f"{m.mountpoint} showing the store")
     # Everything survives an unmount and a mount of both.
     for host in (ha, hb):
         with host as m:

@@ -17,7 +17,14 @@ import pytest
 
 from memfs.mount import state
 from memfs.store import open_store
-from tests.fixtures.mcp import McpProcess, Notices, http_client, stdio_client, text_of
+from tests.fixtures.mcp import (
+    McpProcess,
+    Notices,
+    http_client,
+    resource_text,
+    stdio_client,
+    text_of,
+)
 from tests.fixtures.mount import MountHandle, sqlite_url, wait_for
 
 pytestmark = [pytest.mark.fuse, pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
@@ -105,8 +112,7 @@ def test_a_persons_edit_through_the_mount_notifies_a_subscribed_client(
             with open(mnt / "notes" / "todo.md", "a") as f:  # a person's editor
                 f.write("- two\n")
             await notices.wait_updated(uri)
-            read = await client.read_resource(uri)
-            return read.contents[0].text, notices.updated()[before:]
+            return resource_text(await client.read_resource(uri)), notices.updated()[before:]
 
     text, updated = anyio.run(run)
     assert text == "- one\n- two\n"
@@ -179,8 +185,7 @@ def test_another_agents_edit_reaches_a_listening_client_over_http(
                 async for event in events:
                     if getattr(event, "uri", None) == uri:
                         break
-            read = await listener.read_resource(uri)
-            return read.contents[0].text
+            return resource_text(await listener.read_resource(uri))
 
     assert anyio.run(run) == "better plan\n"
 

@@ -24,7 +24,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from memfs.handler import MemoryHandler
-from tests.fixtures.mcp import MEMFS, stdio_client, text_of
+from tests.fixtures.mcp import MEMFS, resource_text, stdio_client, text_of
 from tests.hostile_paths import HOSTILE
 from tests.test_handler_contract import JPEG, PNG
 from tests.test_traversal import arena, commands_for, snapshot
@@ -358,8 +358,7 @@ def test_a_person_editing_a_subscribed_file_notifies_the_client(tmp_path: Path, 
                         async for event in events:
                             if getattr(event, "uri", None) == uri:
                                 break
-            read = await client.read_resource(uri)
-            return read.contents[0].text
+            return resource_text(await client.read_resource(uri))
 
     assert anyio.run(run) == "- one\n- two\n"
 

@@ -87,7 +87,12 @@ def test_a_commit_raced_past_a_cap_is_kept_reported_and_retried(
         with pytest.raises(OSError) as caught:
             os.fsync(f.fileno())
     assert caught.value.errno == errno.EDQUOT
-    record = wait_for(lambda: (r := state.lookup(m.mountpoint)) and r.unsaved and r)
+
+    def unsaved() -> state.MountRecord | None:
+        record = state.lookup(m.mountpoint)
+        return record if record is not None and record.unsaved else None
+
+    record = wait_for(unsaved)
     assert record.unsaved == ("mine",)
     assert (Path(record.recovery_dir) / "mine").read_bytes() == b"m" * 60
     log = Path(record.log_path).read_text()

@@ -13,7 +13,7 @@ import pytest
 from memfs.errors import MountError
 from memfs.mount import daemon, host, spawn, state
 from memfs.program import command
-from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
+from tests.fixtures.mount import MountHandle, daemon_gone, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
 
@@ -88,7 +88,7 @@ def test_stop_unmounts_even_when_the_daemon_is_frozen(memfs_mount: MountHandle) 
     finally:
         os.kill(pid, signal.SIGCONT)
     # Woken up, it finds its SIGTERM and its mount gone, and exits cleanly on its own.
-    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+    wait_for(lambda: daemon_gone(pid), 15, what="daemon exit")
     assert state.records() == []
 
 
@@ -111,7 +111,7 @@ def test_stop_detaches_a_busy_mount_of_a_frozen_daemon_with_a_warning(
         os.kill(pid, signal.SIGCONT)
         squatter.kill()
         squatter.wait(10)
-    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+    wait_for(lambda: daemon_gone(pid), 15, what="daemon exit")
 
 
 # --- the FUSE gate of the test suite itself ----------------------------------------------------

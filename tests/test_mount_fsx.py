@@ -408,10 +408,19 @@ class CrashFsx(Fsx):
 
 
 def test_mount_behaves_like_a_local_directory(fsx_env: FsxEnv) -> None:
-    run_state_machine_as_test(lambda: Fsx(fsx_env), settings=SETTINGS)
+    class OnThisMount(Fsx):  # hypothesis builds the machine from a class, without arguments
+        def __init__(self) -> None:
+            super().__init__(fsx_env)
+
+    run_state_machine_as_test(OnThisMount, settings=SETTINGS)
 
 
 def test_kill9_loses_no_acknowledged_operation(fsx_env: FsxEnv) -> None:
     # Fewer examples: each kill -9 costs a daemon start, and the other rules are Fsx's.
     crash_settings = settings(SETTINGS, max_examples=60)
-    run_state_machine_as_test(lambda: CrashFsx(fsx_env), settings=crash_settings)
+
+    class OnThisMount(CrashFsx):
+        def __init__(self) -> None:
+            super().__init__(fsx_env)
+
+    run_state_machine_as_test(OnThisMount, settings=crash_settings)

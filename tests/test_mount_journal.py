@@ -7,7 +7,7 @@ import errno
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,18 +15,17 @@ import pytest
 from memfs.errors import StoreFull
 from memfs.mount import journal as jr
 from memfs.mount.bursts import Writer
-from memfs.mount.writes import COMPACT_AT_BYTES, PendingWrites
+from memfs.mount.writes import COMPACT_AT_BYTES, Health, PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
 from tests.fixtures.mount import wait_for
 
-# A process writing through the mount, as the mount knows it; AUTHOR is how it is named.
-ME = Writer(4242, 0, "writer", "alice")
-AUTHOR = ME.actor
+# A writer as the mount reads it from /proc (its pid is no live process here).
+ME = Writer(pid=4242, started=0, program="writer", user="someone")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
+def store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(f"sqlite://{tmp_path / 'memory.db'}")
     yield s
     s.close()
@@ -79,7 +78,7 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
     assert store.read("notes.md")[0] == b"01AB4567\0\0\0\0Z"
     data, entry = store.read("new.md")
     assert (data, entry.mode) == (b"fresh", 0o600)
-    assert store.history("notes.md")[0].author == AUTHOR
+    assert store.history("notes.md")[0].author == ME.actor
     assert list((tmp_path / "journal").glob("*.journal")) == list(
         (tmp_path / "journal").glob(f"{os.getpid()}-*.journal")
     )
@@ -89,7 +88,7 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
 
 def test_replay_stops_at_a_torn_or_corrupt_record(tmp_path: Path) -> None:
     journal = jr.Journal(tmp_path)
-    journal.opened(1, "f", AUTHOR, 0, 0o600, jr.CREATED)
+    journal.opened(1, "f", ME.actor, 0, 0o600, jr.CREATED)
     journal.wrote(1, 0, b"first ")
     size_after_first = journal.size
     journal.wrote(1, 6, b"second")
@@ -121,7 +120,7 @@ def test_a_commit_already_in_the_store_is_not_made_twice(store: Store, tmp_path:
         store.url,
         tmp_path / "journal",
         f"w.create('a.md', 0o600, {ME!r}, None, None)\nw.write('a.md', b'same', 0, {ME!r})\n"
-        f"store.write('a.md', b'same', author={AUTHOR!r})\n",
+        f"store.write('a.md', b'same', author={ME.actor!r})\n",
     )
     before = len(store.history("a.md"))
     assert PendingWrites(store, direct, journal_dir=tmp_path / "journal").recover() == []
@@ -141,7 +140,9 @@ def test_the_journal_stays_bounded_by_what_is_pending(store: Store, tmp_path: Pa
     assert store.read("hot.bin")[0] == block
 
 
-def test_pending_bytes_stay_bounded_by_committing_older_files(tmp_path: Path) -> None:
+def test_pending_bytes_stay_bounded_by_committing_older_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = open_store(f"sqlite://{tmp_path / 'capped.db'}?max_file_bytes={256 << 10}")
     try:
         w = PendingWrites(
@@ -158,19 +159,20 @@ def test_pending_bytes_stay_bounded_by_committing_older_files(tmp_path: Path) ->
         # Nothing was due (an hour's quiet period), yet the oldest files were committed to
         # make room: what is held never passed the bound.
         assert store.read("f0")[0] == bytes([0]) * (200 << 10)
-        assert sum(len(w.get(f"f{i}").data) for i in range(8) if w.get(f"f{i}")) <= 1 << 20
+        held = [w.get(f"f{i}") for i in range(8)]
+        assert sum(len(buf.data) for buf in held if buf is not None) <= 1 << 20
 
         def refuse(*_args: object, **_kw: object) -> Entry:
             raise StoreFull("the disk is full")
 
-        store.write = refuse  # type: ignore[method-assign]
+        monkeypatch.setattr(store, "write", refuse)
         with pytest.raises(OSError) as info:
             for i in range(8, 16):
                 w.create(f"f{i}", 0o600, ME, None, None)
                 w.write(f"f{i}", b"x" * (200 << 10), 0, ME)
         assert info.value.errno == errno.ENOSPC
     finally:
-        del store.write
+        monkeypatch.undo()  # before the close, which commits what is left
         w.close()
         store.close()
 
@@ -186,7 +188,7 @@ def test_an_unexpected_error_in_a_commit_is_logged_counted_and_retried(
             raise RuntimeError("a bug in the commit path")
         return fn()
 
-    reports = []
+    reports: list[Health] = []
     w = PendingWrites(
         store, flaky, journal_dir=tmp_path / "journal", quiet_period=0.01, on_health=reports.append
     )
@@ -228,10 +230,10 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
 ) -> None:
     journal = jr.Journal(tmp_path)
     for ident in (1, 2):
-        journal.opened(ident, f"f{ident}", AUTHOR, 7, 0o600, 0)  # edits of existing files
+        journal.opened(ident, f"f{ident}", ME.actor, 7, 0o600, 0)  # edits of existing files
         journal.wrote(ident, 0, b"saved")
         journal.done(ident)
-    journal.opened(3, "open.md", AUTHOR, 9, 0o600, 0)
+    journal.opened(3, "open.md", ME.actor, 9, 0o600, 0)
     journal.wrote(3, 0, b"X")
     journal.close(keep=True)
     asked = []
@@ -244,7 +246,7 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
     assert asked == [("open.md", 9)]
     assert jr.abandoned(tmp_path) == [journal.path]
     done = jr.Journal(tmp_path / "other")
-    done.opened(1, "f", AUTHOR, 0, 0o600, jr.CREATED)
+    done.opened(1, "f", ME.actor, 0, 0o600, jr.CREATED)
     done.done(1)
     done.close(keep=True)
     assert jr.abandoned(tmp_path / "other") == []

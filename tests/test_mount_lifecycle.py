@@ -21,7 +21,7 @@ from memfs.mount import daemon, host, state
 from memfs.mount.ops import MountOptions
 from memfs.program import command
 from memfs.store import open_store
-from tests.fixtures.mount import MountHandle, require_fuse, sqlite_url, wait_for
+from tests.fixtures.mount import MountHandle, daemon_gone, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
 
@@ -197,7 +197,7 @@ def test_signal_unmounts_and_commits_buffered_write(memfs_mount: MountHandle, si
         os.close(fd)
     pid = memfs_mount.pid
     os.kill(pid, signum)
-    wait_for(lambda: (daemon.reap(pid), not state.pid_alive(pid))[1], 15, what="daemon exit")
+    wait_for(lambda: daemon_gone(pid), 15, what="daemon exit")
     assert host.mount_entry(memfs_mount.mountpoint) is None
     assert state.records() == []
     assert memfs_mount.store().read("unsynced.bin")[0] == data

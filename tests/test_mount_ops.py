@@ -88,7 +88,9 @@ class Mount:
         return self.proc.returncode
 
 
-def start_mount(db: Path, mnt: Path, env: dict[str, str] | None = None, **options: Any) -> Mount:
+def start_mount(
+    db: Path | str, mnt: Path, env: dict[str, str] | None = None, **options: Any
+) -> Mount:
     options.setdefault("poll_interval", POLL_S)
     mnt.mkdir(parents=True, exist_ok=True)
     log = mnt.parent / f"{mnt.name}.log"

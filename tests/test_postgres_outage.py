@@ -91,7 +91,11 @@ def test_a_mount_survives_the_server_stopping_and_starting(
     assert not made.is_error, made.content
     acknowledged["by-model.md"] = b"from the model\n"
     for path, data in acknowledged.items():
-        wait_for(lambda p=path, d=data: _in_store(url, p) == d, timeout=30, what=f"{path} saved")
+
+        def saved(path: str = path, data: bytes = data) -> bool:
+            return _in_store(url, path) == data
+
+        wait_for(saved, timeout=30, what=f"{path} saved")
     wait_for(lambda: not record().store_problem, timeout=15, what="the record to clear")
     assert "reconnecting" not in CliRunner().invoke(main, ["status"]).output
     log = Path(record().log_path).read_text()

@@ -13,6 +13,7 @@ import pytest
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
     BetaMemoryTool20250818StrReplaceCommand,
     BetaMemoryTool20250818ViewCommand,
 )
@@ -300,7 +301,7 @@ def test_typed_methods_and_execute_take_sdk_models(tool: MemoryTool, root: Path)
     assert tool.str_replace(partial) == SNIPPET_HEADER + "\n     1\talpha"
     assert (root / "m.md").read_text() == "alpha\n"
     with pytest.raises(ToolError) as info:
-        tool.delete(BetaMemoryTool20250818ViewCommand.construct(command="delete", path="/x"))
+        tool.delete(BetaMemoryTool20250818DeleteCommand.construct(command="delete", path="/x"))
     assert info.value.content == (
         "Error: The path /x is not allowed: it must be /memories or start with /memories/."
     )

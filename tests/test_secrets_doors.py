@@ -43,6 +43,7 @@ def test_a_name_holding_a_secret_is_redacted(tmp_path: Path, command: str) -> No
         assert not handler.create("/memories/tokens/ci.md", "the vault\n").is_error
         result = handler.rename("/memories/tokens/ci.md", named)
     assert not result.is_error
+    assert isinstance(result.content, str)  # text, not image blocks
     first = result.content.split("\n")[0]
     assert first in (
         "File created successfully at: /memories/tokens/[REDACTED:github-token].md",

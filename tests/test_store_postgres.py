@@ -309,10 +309,12 @@ def test_a_schema_2_database_migrates_with_its_trees(pg_cluster: PgCluster) -> N
         db.execute("INSERT INTO memfs.meta VALUES ('schema_version', '2')")
         for step in postgres_schema.MIGRATIONS[:2]:
             step(db)
-        tree = db.execute(
+        row = db.execute(
             "INSERT INTO memfs.trees (name, created_ns, rev, seq) VALUES ('old', 1, 2, 2)"
             " RETURNING id"
-        ).fetchone()[0]
+        ).fetchone()
+        assert row is not None
+        tree = row[0]
         content = b"written by schema 2\n"
         digest = hashlib.sha256(content).hexdigest()
         add = (

@@ -85,8 +85,8 @@ def test_one_pass_converges_and_keeps_every_edit(
             assert disk_files(root) == remote
             # Every edit standing on either side before the pass is somewhere after it.
             base = {name: f"base {name}".encode() for name in initial if name in synced}
-            for side in before:
-                for name, data in side.items():
+            for files in before:
+                for name, data in files.items():
                     if data != base.get(name):
                         assert data in remote.values(), f"the edit {data!r} of {name} was lost"
         finally:

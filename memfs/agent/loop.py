@@ -18,12 +18,19 @@ re-taken right after the agent's own tool calls.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
-from anthropic.types.beta import BetaMessage
+from anthropic.lib.streaming import BetaMessageStream
+from anthropic.types.beta import (
+    BetaMessage,
+    BetaTextBlockParam,
+    BetaToolResultBlockParam,
+    BetaUserMessageParam,
+)
+from anthropic.types.beta.beta_tool_result_block_param import Content as ToolResultContent
 
 from memfs.agent.context import WARN_AT, ContextOptions, betas_for, compaction_warning
 from memfs.agent.events import (
@@ -198,7 +205,7 @@ class AgentSession:
         self.context = context
         self._input_tokens = 0  # of the last reply: how full the context is
         self._warned = False  # told Claude that a compaction is near, since the last one
-        self._pending: list[dict[str, Any]] = []  # new messages of the next request
+        self._pending: list[BetaUserMessageParam] = []  # new messages of the next request
         self._carried: list[Notice] = []  # seen when no next turn could carry them
         self._asked = False
 
@@ -226,7 +233,7 @@ class AgentSession:
 
         Raises AgentError (one line) when the API fails after the SDK's retries.
         """
-        content: list[dict[str, Any]] = []
+        content: list[BetaTextBlockParam] = []
         notices = [*self._carried, *self.watcher.poll()]
         self._carried = []
         if self._asked and notices:
@@ -235,7 +242,7 @@ class AgentSession:
             yield NoticeAdded(text, tuple(notices))
         self._asked = True
         content.append({"type": "text", "text": prompt})
-        message = {"role": "user", "content": content}
+        message: BetaUserMessageParam = {"role": "user", "content": content}
         self.thread.append(message)
         self._pending.append(message)
         try:
@@ -256,7 +263,7 @@ class AgentSession:
         last: BetaMessage | None = None
         try:
             for item in runner:
-                if self.stream:
+                if isinstance(item, BetaMessageStream):
                     for event in item:
                         if event.type == "text":
                             yield TextDelta(event.text)
@@ -319,14 +326,13 @@ class AgentSession:
         if response is None:
             return
         self._pending.append(response)
-        results = {r["tool_use_id"]: r for r in response["content"] if r["type"] == "tool_result"}
+        results = _tool_results(response)
         for block in message.content:
             if block.type != "tool_use" or block.id not in results:
                 continue
             result = results[block.id]
-            content = result.get("content", "")
-            if not isinstance(content, str):
-                content = "".join(part.get("text", "") for part in content)
+            body = result.get("content", "")
+            content = body if isinstance(body, str) else _text_of(body)
             error = bool(result.get("is_error"))
             yield ToolCall(block.id, dict(block.input), content, error, block.name)
         note = self._context_note() if add_notice else ""
@@ -335,7 +341,10 @@ class AgentSession:
         if note or (add_notice and notices):
             parts = [format_notices(notices)] if notices and add_notice else []
             text = "\n\n".join([*parts, note] if note else parts)
-            notice = {"role": "user", "content": [{"type": "text", "text": text}]}
+            notice: BetaUserMessageParam = {
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+            }
             # Staged on the thread; the runner puts the tool results right before it.
             self.thread.append(notice)
             self._pending.append(notice)
@@ -361,6 +370,23 @@ class AgentSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tool_results(response: BetaUserMessageParam) -> dict[str, BetaToolResultBlockParam]:
+    """The tool results of the runner's response, by the id of the call they answer."""
+    body = response["content"]
+    found: dict[str, BetaToolResultBlockParam] = {}
+    for part in () if isinstance(body, str) else body:
+        if isinstance(part, dict) and part.get("type") == "tool_result":
+            # A dict of type tool_result is one; mypy cannot narrow a TypedDict union by a key.
+            result = cast(BetaToolResultBlockParam, part)
+            found[result["tool_use_id"]] = result
+    return found
+
+
+def _text_of(parts: Iterable[ToolResultContent]) -> str:
+    """The text of a tool result given as blocks (images and the like have none)."""
+    return "".join(part["text"] for part in parts if part["type"] == "text")
 
 
 def run_agent(

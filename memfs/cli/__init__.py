@@ -84,7 +84,8 @@ class _LazyGroup(click.Group):
         if module_name is None:
             return None
         module = importlib.import_module(f"memfs.cli.{module_name}")
-        return next(c for c in module.COMMANDS if c.name == cmd_name)
+        commands: list[click.Command] = module.COMMANDS  # each command module's list
+        return next(c for c in commands if c.name == cmd_name)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

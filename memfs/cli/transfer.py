@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -18,6 +19,9 @@ from memfs.cli.common import opened, resolve, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 from memfs.store import shown_url
+
+if TYPE_CHECKING:
+    from tqdm import tqdm  # imported when a bar is first drawn
 
 _SHOWN_PROBLEMS = 20
 
@@ -28,7 +32,7 @@ class _Bar:
     def __init__(self, what: str, quiet: bool) -> None:
         self.what = what
         self.enabled = not quiet and sys.stderr.isatty()
-        self.bar: object | None = None
+        self.bar: tqdm[NoReturn] | None = None
 
     def start(self, total: int | None) -> None:
         if not self.enabled:
@@ -40,11 +44,11 @@ class _Bar:
 
     def advance(self, n: int = 1) -> None:
         if self.bar is not None:
-            self.bar.update(n)  # type: ignore[attr-defined]
+            self.bar.update(n)
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.close()  # type: ignore[attr-defined]
+            self.bar.close()
             self.bar = None
 
     def __enter__(self) -> _Bar:

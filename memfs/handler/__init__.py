@@ -205,8 +205,9 @@ class MemoryHandler:
             ),
         }
 
-    def execute(self, command: Mapping[str, Any]) -> Result:
-        """Run one memory tool command; never raises."""
+    def execute(self, command: object) -> Result:
+        """Run one memory tool command (any value: a non-object is answered with the
+        contract's error); never raises."""
         name = "?"
         try:
             if not isinstance(command, Mapping):

@@ -26,7 +26,7 @@ def _load_renameat2() -> Callable[..., int] | None:
         return None
     fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
     fn.restype = ctypes.c_int
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 _renameat2 = _load_renameat2()
@@ -77,7 +77,7 @@ def rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
 
 def read_all(fd: int, limit: int) -> bytes | None:
     """The whole file from offset 0, or None once it grows past ``limit`` bytes."""
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     while True:
         chunk = os.pread(fd, 1 << 20, offset)

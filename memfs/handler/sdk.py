@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from os import PathLike
+from typing import cast
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
 from anthropic.types.beta import (
@@ -84,10 +85,13 @@ class MemoryTool(BetaAbstractMemoryTool):
     def _run(self, command: object) -> BetaFunctionToolResultType:
         # The handler checks the input's shape itself and never raises, so a non-object
         # input reaches it as is and comes back as its error string.
-        result = self.handler.execute(command)  # type: ignore[arg-type]
+        result = self.handler.execute(command)
+        # The handler's blocks are image blocks in the API's own shape (commands.py builds
+        # them as plain dicts: the handler does not depend on the SDK).
+        content = cast(BetaFunctionToolResultType, result.content)
         if result.is_error:
-            raise ToolError(result.content)  # type: ignore[arg-type]
-        return result.content  # type: ignore[return-value]
+            raise ToolError(content)
+        return content
 
     def call(self, input: object) -> BetaFunctionToolResultType:
         # The base class would first build an SDK model with construct_type_unchecked,

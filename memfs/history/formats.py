@@ -46,9 +46,12 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 from memfs.errors import Bomb, TransferError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 MemberKind = Literal["file", "dir", "link", "special"]
 Format = Literal["directory", "tar", "tar.gz", "zip"]
@@ -123,9 +126,10 @@ class Guarded(io.RawIOBase):
         self._check()
         return data
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # RawIOBase's buffer type
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer)  # what io passes already is one; slices are writable
+        data = self.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
@@ -276,7 +280,9 @@ def read_tar(path: Path, max_ratio: int = DEFAULT_MAX_RATIO) -> Iterator[Member]
     except BaseException:
         raw.close()
         raise
-    stream: IO[bytes] = raw if inner is None else Guarded(raw, inner, max_ratio, path.name)  # type: ignore[assignment]  # a RawIOBase reads as bytes
+    stream: io.BufferedReader | Guarded = (
+        raw if inner is None else Guarded(raw, inner, max_ratio, path.name)
+    )
     with stream, tarfile.open(fileobj=stream, mode="r:") as tar:
         for info in tar:
             kind: MemberKind

@@ -591,7 +591,8 @@ def _import_history(
             # last change, so what it held then is not trimmed for the time since.
             last = carried.changes(0, 1, newest_first=True)
             if last:
-                carried.clock = lambda t=last[0].time_ns: t
+                stamp = last[0].time_ns
+                carried.clock = lambda: stamp
             # copy_store commits in batches; the outer one makes the import all or nothing.
             with store.batch():
                 copy_store(carried, store, progress=_reporter(progress))

@@ -74,6 +74,8 @@ async def serve_stdio(server: MemoryServer, on_ready: Callable[[], None]) -> Non
         async with server.running(), anyio.create_task_group() as tasks:
 
             async def serve() -> None:
+                # stdio_server types stdin as an anyio.AsyncFile, but only reads lines from
+                # it with `async for`, which is all _Lines does (cancellably).
                 async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
                     await server.server.run(read, write, server.initialization_options())
                 tasks.cancel_scope.cancel()

@@ -178,7 +178,7 @@ def from_result(result: Result) -> types.CallToolResult:
     """The handler's result as MCP content: text, or the image blocks of a ``view``."""
     if isinstance(result.content, str):
         return _text(result.content, result.is_error)
-    blocks: list[types.TextContent | types.ImageContent] = []
+    blocks: list[types.ContentBlock] = []
     for block in result.content:
         source = block["source"]
         blocks.append(types.ImageContent(data=source["data"], mime_type=source["media_type"]))

@@ -76,7 +76,12 @@ def _load() -> tuple[ModuleType, type]:
     return _mfusepy, _fuse_class
 
 
-def _make_fuse_class(mfusepy: ModuleType) -> type:
+def _make_fuse_class(mfusepy: Any) -> type:
+    """The FUSE class memfs mounts with: mfusepy's, with the callbacks it changes.
+
+    ``mfusepy`` is the module (Any: it ships no types, so its attributes are Any anyway,
+    and a class can subclass an attribute of an Any, not of a ModuleType)."""
+
     def one_time(ts: Any) -> int | None:
         if ts.tv_nsec == UTIME_OMIT:
             return None
@@ -84,7 +89,11 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
             return time.time_ns()
         return int(ts.tv_sec) * 1_000_000_000 + int(ts.tv_nsec)
 
-    class MemfsFUSE(mfusepy.FUSE):  # type: ignore[misc,name-defined]
+    # The one ignore left for mfusepy: strict mypy refuses a base class it sees as Any,
+    # and mfusepy ships no types (pyproject's [tool.mypy] lets it be untyped).
+    class MemfsFUSE(mfusepy.FUSE):  # type: ignore[misc]
+        operations: MemfsOperations  # set by mfusepy's FUSE.__init__
+
         def __init__(
             self,
             operations: MemfsOperations,
@@ -195,8 +204,12 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
             addr = ctypes.cast(filler, ctypes.c_void_p).value
             fill = self._fillers.get(addr)
             if fill is None:
+                if addr is None:  # libfuse always passes one
+                    raise OSError(errno.EIO, "libfuse passed no directory filler")
                 fill = ctypes.CFUNCTYPE(ctypes.c_int)(addr)
-                fill.argtypes = None
+                # None: no conversion at all (ctypes takes it; typeshed allows only a
+                # sequence of types).
+                fill.argtypes = None  # type: ignore[assignment]
                 self._fillers[addr] = fill
             return fill
 
@@ -211,8 +224,11 @@ def _make_fuse_class(mfusepy: ModuleType) -> type:
             return self._fill(path, buf, filler, False)
 
         def opendir(self, path: bytes, fip: Any) -> int:
+            opendir = self.operations.opendir
+            if opendir is None:  # not so: mfusepy registers this only when the ops have one
+                return -errno.ENOSYS
             fi = fip.contents
-            fi.fh = self.operations.opendir(path.decode(self.encoding, self.errors))
+            fi.fh = opendir(path.decode(self.encoding, self.errors))
             if self._cache_readdir and hasattr(fi, "cache_readdir"):
                 fi.cache_readdir = 1
                 fi.keep_cache = 1

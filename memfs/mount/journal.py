@@ -296,7 +296,7 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             name, at = _text_at(body, _OPEN.size)
             author, _ = _text_at(body, at)
             whole = bool(flags & (WHOLE | CREATED))
-            buf = Recovered(
+            opened = Recovered(
                 path=name,
                 author=author,
                 base_rev=base_rev,
@@ -305,10 +305,10 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
                 whole=whole,
             )
             if not whole:
-                buf.data = bytearray(base(name, base_rev))
-                buf.base_size = len(buf.data)
-                low[ident] = buf.base_size
-            live[ident] = buf
+                opened.data = bytearray(base(name, base_rev))
+                opened.base_size = len(opened.data)
+                low[ident] = opened.base_size
+            live[ident] = opened
             continue
         ident = _ID.unpack_from(body)[0]
         buf = live.get(ident)

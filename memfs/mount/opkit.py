@@ -68,7 +68,9 @@ def errno_of(exc: BaseException) -> int:
 
 
 def op(method: Callable[..., T]) -> Callable[..., T]:
-    name = method.__name__
+    # An op registered only with some options is defined under a private name (the
+    # class's public one stays None otherwise); it is counted under the public one.
+    name = method.__name__.lstrip("_")
 
     timed_name = name + ".ns"
 

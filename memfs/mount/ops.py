@@ -61,6 +61,8 @@ class MemfsOperations(NamespaceOps):
 
     # Unregistered on purpose (see the module docstring).
     flush: Any = None
+    # Registered only with cache_readdir (in __init__).
+    opendir: Callable[[str], int] | None = None
     releasedir = None
     access = None
     getxattr = None
@@ -116,8 +118,8 @@ class MemfsOperations(NamespaceOps):
         self._dirs_lock = threading.Lock()
         if self.options.commit_on_close:
             self.flush = self._flush
-        if not self.options.cache_readdir:
-            self.opendir = None
+        if self.options.cache_readdir:
+            self.opendir = self._opendir
 
     # --- lifecycle (called by memfs.mount.fuse, not by the kernel) ---------------------
     def recover(self) -> list[str]:
@@ -381,7 +383,7 @@ class MemfsOperations(NamespaceOps):
         return listing
 
     @op
-    def opendir(self, path: str) -> int:
+    def _opendir(self, path: str) -> int:
         # Registered only so the FUSE layer can set cache_readdir on the directory handle.
         return 0
 

@@ -754,6 +754,7 @@ class PendingWrites:
 
     def _store_write(self, buf: Buffer, data: bytes) -> Landing:
         """Commit ``buf`` against its base; a moved base is rebased (memfs.store.rebase)."""
+        landing: Landing | None = None
 
         def attempt() -> Entry:
             nonlocal landing
@@ -773,7 +774,6 @@ class PendingWrites:
             )
             return landing.entry
 
-        landing: Landing | None = None
         act = buf.act or Act(buf.author)
         buf.act = act  # a retry after a failure stays in the same operation
         with self.store.acting(act):

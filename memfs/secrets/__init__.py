@@ -28,7 +28,7 @@ def check_policy(policy: object) -> Policy:
     """``policy`` if it is one of :data:`POLICIES`; ValueError otherwise."""
     if policy not in POLICIES:
         raise ValueError(f"secrets policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-    return policy  # type: ignore[return-value]
+    return policy
 
 
 __all__ = [

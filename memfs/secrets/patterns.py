@@ -17,9 +17,13 @@ providers' documented formats.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import RegexBasedDetector
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +44,15 @@ class Pattern:
     source: str = "memfs"
 
 
-def _plugin_regex(plugin: type, index: int) -> re.Pattern[str]:
-    regexes = list(plugin.denylist)  # type: ignore[attr-defined]
-    return regexes[index]
+def _denylist(plugin: type[RegexBasedDetector]) -> list[re.Pattern[str]]:
+    """A regex plugin's compiled regexes."""
+    # Each plugin class sets them as a class attribute over the base's abstract instance
+    # property: read from a class, mypy sees the property and Python the tuple.
+    return list(cast("Iterable[re.Pattern[str]]", plugin.denylist))
+
+
+def _plugin_regex(plugin: type[RegexBasedDetector], index: int) -> re.Pattern[str]:
+    return _denylist(plugin)[index]
 
 
 @cache
@@ -70,7 +80,7 @@ def library_patterns() -> tuple[Pattern, ...]:
 
     # (plugin, which of its regexes (None: all), the group holding the secret, kind,
     # why, hints)
-    table: list[tuple[type, int | None, int, str, str, tuple[str, ...]]] = [
+    table: list[tuple[type[RegexBasedDetector], int | None, int, str, str, tuple[str, ...]]] = [
         (AWSKeyDetector, 0, 0, "aws-access-key", "an AWS access key ID", ()),
         (
             AWSKeyDetector,
@@ -165,7 +175,7 @@ def library_patterns() -> tuple[Pattern, ...]:
     ]
     out: list[Pattern] = []
     for plugin, index, group, kind, why, hints in table:
-        indexes = [index] if index is not None else range(len(list(plugin.denylist)))  # type: ignore[attr-defined]
+        indexes = [index] if index is not None else range(len(_denylist(plugin)))
         valid = JwtTokenDetector.is_formally_valid if plugin is JwtTokenDetector else None
         for i in indexes:
             out.append(

@@ -29,7 +29,11 @@ import math
 import re
 from collections.abc import Iterator
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    # Imported when first used: loading detect-secrets imports requests.
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
 
 class Hit(NamedTuple):
@@ -215,14 +219,15 @@ _ENTROPY_CEILING = 4.5  # detect-secrets' default limit for base64 strings
 
 
 @cache
-def _entropy_plugin() -> object:
+def _entropy_plugin() -> Base64HighEntropyString:
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
     return Base64HighEntropyString()
 
 
 def entropy(value: str) -> float:
-    return float(_entropy_plugin().calculate_shannon_entropy(value))  # type: ignore[attr-defined]
+    # float(): the plugin answers an int 0 for an empty string.
+    return float(_entropy_plugin().calculate_shannon_entropy(value))
 
 
 def _threshold(n: int) -> float:

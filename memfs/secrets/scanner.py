@@ -59,6 +59,13 @@ _TRIM_END = " \t\"'"
 _ACCOUNT_KEY = "AccountKey="
 
 
+def _run_end(run: re.Pattern[str], text: str, pos: int) -> int:
+    """Where the run of ``run``'s characters from ``pos`` ends (``run`` is a starred class,
+    so it always matches, if only the empty string)."""
+    found = run.match(text, pos)
+    return pos if found is None else found.end()
+
+
 def _widen(kind: str, text: str, start: int, end: int) -> tuple[int, int]:
     """The whole credential around what a library regex matched."""
     if kind == "private-key":
@@ -72,12 +79,12 @@ def _widen(kind: str, text: str, start: int, end: int) -> tuple[int, int]:
         return start, blank if blank != -1 else len(text)
     if kind == "jwt":
         if end < len(text) and text[end - 1] == ".":
-            end = _JWT_TAIL.match(text, end).end()  # type: ignore[union-attr]
+            end = _run_end(_JWT_TAIL, text, end)
         return start, end
     if kind == "azure-storage-key" and text.startswith(_ACCOUNT_KEY, start):
         start += len(_ACCOUNT_KEY)  # keep the name, so the connection string still reads
     if kind not in _OWN_END and end > start and _TOKEN_TAIL.match(text[end - 1]):
-        end = _TOKEN_TAIL.match(text, end).end()  # type: ignore[union-attr]  # * always matches
+        end = _run_end(_TOKEN_TAIL, text, end)
     # Some library regexes take in the character before or after the token.
     while start < end and text[start] in _TRIM:
         start += 1

@@ -11,6 +11,7 @@ mirrors and the timeline see it at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 from starlette.datastructures import FormData
@@ -101,11 +102,10 @@ async def undo_do(request: Request) -> Response:
     return await _threaded(run)
 
 
-async def _threaded(fn: object) -> Response:
+async def _threaded(fn: Callable[[], Response]) -> Response:
     from starlette.concurrency import run_in_threadpool
 
-    response: Response = await run_in_threadpool(fn)  # type: ignore[arg-type]
-    return response
+    return await run_in_threadpool(fn)
 
 
 # --- Restore and Redact -------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.requests import Request
@@ -23,7 +24,8 @@ FIELD = "csrf"
 
 
 def _cookie(scope: Scope) -> str:
-    for name, value in scope.get("headers", ()):
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers", ())  # ASGI's, raw
+    for name, value in headers:
         if name == b"cookie":
             for part in value.decode("latin-1").split(";"):
                 key, sep, found = part.strip().partition("=")

@@ -17,6 +17,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 
 from memfs.history.diff import unified
+from memfs.store.matching import Matcher
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -62,7 +63,9 @@ def _markdown() -> MarkdownIt:
 
 def markdown(text: str) -> str:
     """Safe HTML for a Markdown text (no raw HTML, no script links)."""
-    return _markdown().render(text)
+    # markdown-it types it Any (a custom renderer could make anything); its own makes text.
+    html: str = _markdown().render(text)
+    return html
 
 
 def is_markdown(path: str) -> bool:
@@ -126,7 +129,7 @@ def diff(old: bytes | None, new: bytes | None, old_name: str, new_name: str, lim
     return Diff(rows, more, added=added, removed=removed)
 
 
-def highlight(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[tuple[str, bool]]:
+def highlight(text: str, patterns: tuple[Matcher, ...]) -> list[tuple[str, bool]]:
     """``text`` cut into pieces, each marked whether a pattern matched it."""
     spans: list[tuple[int, int]] = []
     for pattern in patterns:

@@ -140,7 +140,7 @@ class KeepingContract:
         assert times[2] == times[3] != 42 and times[4] == 42
 
     def test_other_threads_see_a_batch_only_when_it_is_done(self, store: Store) -> None:
-        seen: list[dict[str, object]] = []
+        seen: list[dict[str, tuple[str, bytes | str | None]]] = []
         inside = threading.Event()
         go_on = threading.Event()
 
