@@ -53,7 +53,11 @@ def _build_index(store: Store, choice: stores.StoreChoice) -> None:
             leave=False,
         ) as bar,
     ):
-        writable.build_search_index(bar.update)
+
+        def advance(n: int) -> None:
+            bar.update(n)
+
+        writable.build_search_index(advance)
 
 
 def _shown(hit: SearchHit, mount_base: Path | None, rel_base: str) -> str:
