@@ -54,7 +54,8 @@ from tests.fixtures import fsx
 from tests.fixtures.fsx import FsxEnv, Outcome
 from tests.fixtures.mount import require_fuse, wait_for
 
-pytestmark = [pytest.mark.fuse, pytest.mark.timeout(300)]
+# Hundreds of examples of many syscalls each, on a loaded 2-core machine: minutes.
+pytestmark = [pytest.mark.fuse, pytest.mark.timeout(600)]
 
 # The only accepted differences: (operation, reference outcome, mount outcome) -> why.
 # An outcome is "ok" or an errno name. Anything not listed must match exactly.
