@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from memfs.store import open_store
+from memfs.store.base import Act
 
 MEMFS = str(Path(sys.executable).with_name("memfs"))
 CHROMIUM = "/usr/bin/chromium"
@@ -44,37 +45,33 @@ ACTORS = ("agent:planner", "vim (pid 812)", "mcp:claude-code")
 def build(db: Path, ops: int) -> dict[str, int]:
     """The store; returns the ids of a one-change operation and the 5,000-change one."""
     with open_store(f"sqlite:///{db}") as store:
-        tick = [time.time_ns() - ops * 1_000_000]
-
-        def clock() -> int:
-            tick[0] += 1000
-            return tick[0]
-
         done = 0
         while done < ops:
-            with store.batch():
-                store.clock = clock  # each write its own time: its own operation
+            with store.batch():  # one transaction for speed, each write its own operation
                 for i in range(done, min(ops, done + 10_000)):
-                    store.write(
-                        f"d{i % 40:02}/f{i % 2000:04}.md",
-                        f"line {i}\nsecond line\n".encode(),
-                        author=ACTORS[i % 3],
-                        parents=True,
-                    )
+                    actor, _, detail = ACTORS[i % 3].partition(" (")
+                    act = Act(actor, detail=detail.rstrip(")"))
+                    with store.acting(act):
+                        store.write(
+                            f"d{i % 40:02}/f{i % 2000:04}.md",
+                            f"line {i}\nsecond line\n".encode(),
+                            author=actor,
+                            parents=True,
+                        )
             done = min(ops, done + 10_000)
-        store.clock = time.time_ns
-        one = store.last_seq()
-        with store.batch():
+        one = store.operations(limit=1)[0].id
+        with store.acting(Act("alice (cp)", detail="pid 7", label="cp")), store.batch():
             for i in range(5000):
                 store.write(
-                    f"big/f{i:04}.md", f"file {i}\n".encode(), author="cp (pid 7)", parents=True
+                    f"big/f{i:04}.md", f"file {i}\n".encode(), author="alice (cp)", parents=True
                 )
-        big = store.last_seq() - 5000  # the batch's first record: its mkdir of big/
-        store.write(
-            "huge.md",
-            b"".join(b"%07d the quick brown fox\n" % i for i in range(1 << 15)),
-            author="cp (pid 8)",
-        )
+        big = store.operations(limit=1)[0].id
+        with store.acting(Act("alice (cp)", detail="pid 8", label="cp")):
+            store.write(
+                "huge.md",
+                b"".join(b"%07d the quick brown fox\n" % i for i in range(1 << 15)),
+                author="alice (cp)",
+            )
         return {"one": one, "big": big}
 
 
