@@ -229,7 +229,11 @@ class MemfsOperations(NamespaceOps):
         if "" in subtrees:
             self._last_known.clear()
         elif tops:
-            for p in [k for k in self._last_known if any(k.startswith(t + "/") for t in tops)]:
+            # Other FUSE threads add entries meanwhile: scan a copy (list() of a dict is
+            # one step under the GIL), never the dict itself. fsstress -p 8 met that as
+            # "dictionary changed size during iteration", answered EIO.
+            below = [t + "/" for t in tops]
+            for p in [k for k in list(self._last_known) if k.startswith(tuple(below))]:
                 self._last_known.pop(p, None)
 
     def _mutate(
