@@ -185,6 +185,8 @@ with open(ack, "w") as out:
             break
         out.write(f"{time.monotonic()} H-{i}\\n")
         out.flush()
+        # Pacing, not waiting: one write every 20 ms through a descriptor held open all
+        # along, so the other writers (and the restore, undo and kill -9) come between.
         time.sleep(0.02)
 """
 

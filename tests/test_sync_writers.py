@@ -14,11 +14,11 @@ O_APPEND while the mount appends to it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,9 +122,8 @@ def _settled_on(rig: SyncRig, mount: MountHandle, name: str, writers: list[Write
 def _await(rig: SyncRig, mount: MountHandle, name: str, writers: list[Writer]) -> None:
     """Wait (up to DEADLINE) for :func:`_settled_on`; what is still wrong after it is
     for the checks that follow to name."""
-    end = time.monotonic() + DEADLINE
-    while not _settled_on(rig, mount, name, writers) and time.monotonic() < end:
-        time.sleep(0.02)
+    with contextlib.suppress(pytest.fail.Exception):
+        wait_for(lambda: _settled_on(rig, mount, name, writers), DEADLINE, what="settled")
 
 
 def _start(
@@ -199,6 +198,8 @@ with open(ack, "w") as out:
         os.write(fd, f"H-{i}\\n".encode())
         out.write(f"H-{i}\\n")
         out.flush()
+        # Pacing, not waiting: the holder keeps its descriptor open across the others'
+        # writes, a few milliseconds apart at random, so their commits interleave.
         time.sleep(random.uniform(0.002, 0.02))
 os.close(fd)
 """
