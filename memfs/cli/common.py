@@ -29,6 +29,16 @@ def store_option(help: str = STORE_HELP) -> Callable[[F], F]:
     return click.option("--store", "store_url", metavar="URL", help=help)
 
 
+# ``--actor TEXT`` of the commands that choose operations (log, undo): into ``actor``.
+ACTOR_OPTION = click.option(
+    "--actor",
+    "--author",
+    "actor",
+    metavar="TEXT",
+    help="Only operations whose actor contains TEXT (--author is an alias).",
+)
+
+
 def local_time(time_ns: int) -> str:
     return datetime.fromtimestamp(time_ns / 1e9).astimezone().isoformat(timespec="seconds")
 

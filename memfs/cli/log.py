@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from memfs.cli.common import local_time, reading, store_option
+from memfs.cli.common import ACTOR_OPTION, local_time, reading, store_option
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
 from memfs.store.base import Store
@@ -56,13 +56,7 @@ def _step_json(step: Step) -> dict[str, object]:
 @click.argument("path", required=False, metavar="[PATH]")
 @click.option("--since", "since", metavar="WHEN", help="Only operations after WHEN (2h, a time).")
 @click.option("--until", "until", metavar="WHEN", help="Only operations up to WHEN.")
-@click.option(
-    "--actor",
-    "--author",
-    "actor",
-    metavar="TEXT",
-    help="Only operations whose actor contains TEXT (--author is an alias).",
-)
+@ACTOR_OPTION
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N operations.")
 @click.option("--files", is_flag=True, help="Each operation's changes under it.")
 @click.option("--follow", is_flag=True, help="With PATH: across the renames that brought it there.")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import local_time, target
+from memfs.cli.common import ACTOR_OPTION, local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import act_for, author_for
@@ -132,13 +132,7 @@ def restore(
 
 @click.command()
 @click.argument("op_id", required=False, type=click.IntRange(min=1), metavar="[ID]")
-@click.option(
-    "--actor",
-    "--author",
-    "actor",
-    metavar="TEXT",
-    help="Only operations whose actor contains TEXT (--author is an alias).",
-)
+@ACTOR_OPTION
 @click.option(
     "--last",
     "last",
