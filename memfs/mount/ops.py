@@ -232,8 +232,8 @@ class MemfsOperations(NamespaceOps):
             # Other FUSE threads add entries meanwhile: scan a copy (list() of a dict is
             # one step under the GIL), never the dict itself. fsstress -p 8 met that as
             # "dictionary changed size during iteration", answered EIO.
-            below = [t + "/" for t in tops]
-            for p in [k for k in list(self._last_known) if k.startswith(tuple(below))]:
+            below = tuple(t + "/" for t in tops)
+            for p in [k for k in list(self._last_known) if k.startswith(below)]:
                 self._last_known.pop(p, None)
 
     def _mutate(

@@ -222,6 +222,11 @@ class Tx:
         return self.due is not None and self.due <= now
 
 
+def _plus(row: Row, mine: Usage) -> tuple[int, int, int]:
+    """The stored totals row (files, dirs, bytes) with a transaction's own changes."""
+    return (int(row[0]) + mine.files, int(row[1]) + mine.dirs, int(row[2]) + mine.bytes)
+
+
 class _WithTotals:
     """The tree's totals as stored, plus a transaction's own changes to them."""
 
@@ -230,10 +235,7 @@ class _WithTotals:
 
     def one(self) -> Row | None:
         row = self.stored.one()
-        if row is None:
-            return None
-        mine = self.mine
-        return (int(row[0]) + mine.files, int(row[1]) + mine.dirs, int(row[2]) + mine.bytes)
+        return None if row is None else _plus(row, self.mine)
 
     def all(self) -> list[Row]:
         row = self.one()
@@ -1017,11 +1019,8 @@ class SqlStore(Store):
         row = self._one(self.q.usage)
         if row is None:
             raise self.backend.missing_tree()
-        mine = Usage(0, 0, 0) if tx is None else tx.totals()
-        return Usage(
-            files=int(row[0]) + mine.files, dirs=int(row[1]) + mine.dirs,
-            bytes=int(row[2]) + mine.bytes,
-        )  # fmt: skip
+        files, dirs, size = _plus(row, Usage(0, 0, 0) if tx is None else tx.totals())
+        return Usage(files=files, dirs=dirs, bytes=size)
 
     def mark_used(self, paths: list[str]) -> None:
         keeping.mark_used(self, paths)
