@@ -527,9 +527,12 @@ class PendingWrites:
         for them now, so it lands on their change and reads here show the result."""
         with self.lock:
             due = [b for b in (self._bufs.get(p) for p in paths) if b is not None and b.dirty]
+            # Due now: its quiet period ended. (Not 0.0: the monotonic clock starts near
+            # zero at boot, and on a machine up for less than a quiet period 0.0 is not
+            # long ago.)
             for buf in due:
                 if buf.failed is None:
-                    buf.last_write = 0.0
+                    buf.last_write = time.monotonic() - self.quiet_period
         if due:
             self._wake.set()
 
