@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -193,6 +194,40 @@ def test_a_deleted_store_file_is_saved_back_and_every_change_answers_eio(
     with open_store(sqlite_url(db)) as saved:
         assert saved.read("before.md")[0] == b"before\n"
         assert saved.read("pending.md")[0] == b"acknowledged\n"
+
+
+def test_an_fsync_from_a_thread_new_to_a_deleted_store_file_saves_its_data(
+    kernel: MakeKernel, programs: Program, tmp_path: Path
+) -> None:
+    # libfuse starts worker threads as load asks; one new to the store cannot open a
+    # store file deleted a moment ago. Its fsync must not answer EIO for data the mount
+    # then saves after all: the follower looks at once and saves what is pending.
+    db = tmp_path / "memory.db"
+    k = kernel(sqlite_url(db))
+    k.pid = programs("vim")
+    fh = k.ops.create("/acked.md", FILE | 0o600, CREATE)
+    k.ops.write("/acked.md", b"acknowledged\n", 0, fh, W)  # not committed
+    k.other().write("elsewhere.md", b"x", author="someone")
+    assert k.ops.show_upto(k.store.last_seq(), 5)  # the follower holds a connection
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    outcome: list[object] = []
+    worker = threading.Thread(target=lambda: outcome.append(_fsync(k, "/acked.md", fh)))
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert outcome == [0]
+    assert f"the store file {db} was deleted" in _lost(k)
+    k.ops.shutdown()
+    with open_store(sqlite_url(db)) as saved:
+        assert saved.read("acked.md")[0] == b"acknowledged\n"
+
+
+def _fsync(k: Kernel, path: str, fh: int) -> object:
+    try:
+        return k.ops.fsync(path, 0, fh)
+    except OSError as e:
+        return e
 
 
 def test_a_dropped_postgresql_tree_is_lost_and_every_change_answers_eio(

@@ -156,6 +156,9 @@ class ChangeFollower(threading.Thread):
         self._nudge = threading.Event()
         self._caught = threading.Condition()
         self.polls = 0
+        # look_at_storage() asks for a look now and waits for the count to pass its own.
+        self._look_asked = 0
+        self._looks_done = 0
 
     def stop(self) -> None:
         self._halt.set()
@@ -176,6 +179,24 @@ class ChangeFollower(threading.Thread):
                 self._nudge.set()
                 self._caught.wait(min(left, 0.05))
         return True
+
+    def look_at_storage(self, timeout: float) -> bool:
+        """Look at the store's storage now (not at the next STORAGE_INTERVAL), on this
+        follower's thread, and say whether it has gone away. Asked by a thread that could
+        not reach the store: a store file deleted under the mount cannot be opened by a
+        thread new to it, while the follower still holds a connection, so it is the one
+        that can save what is pending (on_lost) before the caller gives up."""
+        deadline = time.monotonic() + timeout
+        with self._caught:
+            self._look_asked += 1
+            asked = self._look_asked
+            while self._looks_done < asked and not self._lost:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._halt.is_set() or not self.is_alive():
+                    break
+                self._nudge.set()
+                self._caught.wait(min(left, 0.05))
+            return self._lost
 
     def step(self) -> int:
         """One poll; returns how many foreign changes it reported."""
@@ -215,13 +236,23 @@ class ChangeFollower(threading.Thread):
                 if not self._wait():
                     return
                 now = time.monotonic()
-                if now - looked >= STORAGE_INTERVAL and not self._lost:
+                with self._caught:
+                    asked = self._look_asked
+                if (asked > self._looks_done or now - looked >= STORAGE_INTERVAL) and (
+                    not self._lost
+                ):
                     # First: a store whose file went away fails every feed read after.
                     looked = now
                     problem = self.store.storage_problem()
                     if problem is not None:
-                        self._lost = True
-                        self.on_lost(problem)
+                        try:
+                            self.on_lost(problem)  # saves what is pending first
+                        finally:
+                            self._lost = True
+                if asked > self._looks_done:
+                    with self._caught:
+                        self._looks_done = asked
+                        self._caught.notify_all()
                 self.step()
                 if now - maintained >= MAINTAIN_INTERVAL and not self._lost:
                     maintained = now

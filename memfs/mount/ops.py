@@ -49,6 +49,9 @@ T = TypeVar("T")
 _KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
 
 STATFS_TTL_S = 2.0
+# How long an fsync that could not reach the store waits for the follower's look at
+# whether the store's storage went away (ChangeFollower.look_at_storage).
+STORAGE_LOOK_S = 2.0
 LAST_KNOWN = 100_000  # entries kept to answer getattr while the store is away
 
 
@@ -498,7 +501,18 @@ class MemfsOperations(NamespaceOps):
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
         if path is None:
             return 0  # an unlinked file has nowhere to be committed to
-        self._commit(rel(path))
+        p = rel(path)
+        try:
+            self._commit(p)
+        except errors.StoreUnavailable:
+            # Perhaps the store file was deleted under the mount a moment ago, which a
+            # thread new to the store cannot open. If so the follower saves what is
+            # pending (this file too) into the store it holds open and rescues that:
+            # then this fsync has nothing left to do, and answers as the data deserves.
+            follower = self._follower
+            if follower is None or not follower.look_at_storage(STORAGE_LOOK_S):
+                raise
+            self._commit(p)
         return 0
 
     def _flush(self, path: str | None, fh: int) -> int:
