@@ -228,14 +228,22 @@ def _check_log(text: str, writers: list[Writer]) -> None:
                 assert own == sorted(own, key=lambda t: int(t.rsplit("-", 1)[1])), sub
 
 
+def _acks(tmp: Path) -> list[list[str]]:
+    """The holder's acknowledgements: (monotonic time, token) each."""
+    return [line.split() for line in (tmp / "H").read_text().splitlines()]
+
+
+def _acked_after(tmp: Path, ended: float) -> list[str]:
+    return [tok for at, tok in _acks(tmp) if float(at) > ended]
+
+
 def _check_restore(text: str, tmp: Path, started: float, ended: float) -> None:
     """other.md: the restored first revision, then what was acknowledged after the
     restore, in order; nothing acknowledged before it (the restore replaced that)."""
     lines = text.splitlines()
     assert lines[0] == "base"
-    acks = [line.split() for line in (tmp / "H").read_text().splitlines()]
-    before = {tok for at, tok in acks if float(at) < started}
-    after = [tok for at, tok in acks if float(at) > ended]
+    before = {tok for at, tok in _acks(tmp) if float(at) < started}
+    after = _acked_after(tmp, ended)
     assert before.isdisjoint(lines), f"reverted: {sorted(before & set(lines))[:5]}"
     assert [t for t in lines[1:] if t in after] == after, "lost or reordered after the restore"
     assert len(lines[1:]) == len(set(lines[1:]))
@@ -337,9 +345,14 @@ def _scenario(ha: Host, hb: Host, tmp: Path, *, kill: bool = False) -> None:
         assert len(by["shb"].acked) == SHELL_APPENDS
 
     def settled() -> bool:
-        # Every mount's buffers committed: the store holds every acknowledged token.
+        # Every mount's buffers committed: the store holds every acknowledged token (the
+        # holder's last appends wait out mount a's quiet period like any write).
         text = store.read("log.md")[0].decode()
-        return all(set(w.acked) <= set(text.split()) for w in writers)
+        other = set(store.read("other.md")[0].decode().split())
+        return (
+            all(set(w.acked) <= set(text.split()) for w in writers)
+            and set(_acked_after(tmp, ended)) <= other
+        )
 
     wait_for(settled, 30, what="every acknowledged append in the store")
     _check_log(store.read("log.md")[0].decode(), writers)
