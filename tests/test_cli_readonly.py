@@ -71,6 +71,7 @@ READERS: dict[str, list[str]] = {
     "check": ["check"],
     "checkpoint --list": ["checkpoint", "--list"],
     "undo --dry-run": ["undo", "--dry-run"],
+    "restore --to --dry-run": ["restore", "--to", "before-pear", "--dry-run"],
 }
 
 
@@ -160,6 +161,12 @@ def test_fixed_answers_on_the_read_only_store(read_only: Path) -> None:
     assert re.fullmatch(r"before-pear  \S+  alice  change 1\n", listed), listed
     undo = read_with("undo --dry-run", url).stdout
     assert undo.startswith("would undo operation ") and "notes/keys.md" in undo
+    assert read_with("restore --to --dry-run", url).stdout == (
+        "would delete  notes/keys.md\n"
+        "would remove directory  notes\n"
+        "would put back  a.md\n"
+        "3 changes would return the tree to before-pear\n"
+    )
 
 
 def test_export_and_copy_read_a_read_only_store(read_only: Path, tmp_path: Path) -> None:

@@ -87,8 +87,7 @@ def restore(
 
     author = author_for("restore")
     act = act_for("restore")
-    # Even a dry run opens for writing: restore_tree plans inside a write transaction.
-    with target(path, store_url) as (store, rel, choice):
+    with target(path, store_url, readonly=dry_run) as (store, rel, choice):
         if rev is not None:
             with nearby(store, [rel]), store.acting(act):
                 entry = restore_file(store, rel, rev, author=author)

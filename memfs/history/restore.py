@@ -112,6 +112,15 @@ def restore_tree(
         ) from e
 
 
+def _planned(
+    store: Store, seq: int, top: str, progress: Callable[[int], None] | None
+) -> tuple[Plan, dict[str, Node]]:
+    if top:
+        store.stat(top)  # NotFound for a subtree that is gone: restore it by path
+    then, now = then_and_now(store, seq, top, progress=progress)
+    return _plan(then, now, top)
+
+
 def _restore_tree(
     store: Store,
     seq: int,
@@ -121,13 +130,12 @@ def _restore_tree(
     dry_run: bool,
     progress: Callable[[int], None] | None,
 ) -> Plan:
+    if dry_run:
+        # Read only, so a read-only store can be asked: the feed up to its last number
+        # is the same whoever writes meanwhile, and the plan is what that feed says.
+        return _planned(store, seq, top, progress)[0]
     with store.batch():
-        if top:
-            store.stat(top)  # NotFound for a subtree that is gone: restore it by path
-        then, now = then_and_now(store, seq, top, progress=progress)
-        plan, writes = _plan(then, now, top)
-        if dry_run:
-            return plan
+        plan, writes = _planned(store, seq, top, progress)
         contents = {}
         for path, node in writes.items():
             assert node.sha256 is not None
