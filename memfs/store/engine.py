@@ -837,32 +837,49 @@ class SqlStore(Store):
         retention.tombstone(self, tx, [f for f in files if f not in made], now, moved=False)
         tx.db.run(self.q.delete_subtree, {"p": top})
 
-    def _made_in_operation(self, tx: Tx, top: str, author: str) -> dict[str, int]:
+    def _ask_made(self, tx: Tx, top: str, author: str) -> Pending | None:
+        """Ask (without waiting) which files at or below ``top`` this mutation's
+        operation created in earlier transactions, if it can have: an operation begun in
+        an earlier transaction (a burst through the mount), or a batch's (its earlier
+        mutations' records are written). A lone mutation's has only its own records."""
+        act = self._act(tx, author)
+        if act.id is None or not (tx.depth > 0 or not any(a is act for a in tx.numbered)):
+            return None
+        return tx.db.ask(self.q.made_here, {"op": act.id, "p": top})
+
+    def _made_in_operation(
+        self, tx: Tx, top: str, author: str, asked: Pending | None = None
+    ) -> dict[str, int]:
         """Files at or below ``top`` that this mutation's operation created, with their
-        creating revisions (from records written already and those still pending)."""
+        creating revisions (from records written already and those still pending);
+        ``asked``: :meth:`_ask_made`'s answer, if it was asked before."""
         act = self._act(tx, author)
         if act.id is None:
             return {}
-        made: dict[str, int] = {}
-        if tx.depth > 0 or not any(a is act for a in tx.numbered):
-            # An operation begun in an earlier transaction (a burst through the mount),
-            # or a batch's (its earlier mutations' records are written): what it made
-            # then is in the feed. A lone mutation's operation has only its own records.
-            rows = tx.db.all(self.q.made_here, {"op": act.id, "p": top})
-            made = {str(p): int(rev) for p, rev in rows}
+        if asked is None:
+            asked = self._ask_made(tx, top, author)
+        made = {} if asked is None else {str(p): int(rev) for p, rev in asked.all()}
         for record in tx.records:
             p = str(record["p"])
             if record["op"] == act.id and record["kind"] == "create" and _within(p, top):
                 made[p] = int(str(record["rev"]))
         return made
 
-    def _forget_made(self, tx: Tx, paths: list[str], made: dict[str, int]) -> None:
+    def _forget_made(
+        self, tx: Tx, paths: list[str], made: dict[str, int], revs: Pending | None = None
+    ) -> None:
         """Drop what ``paths`` (files made in this operation) recorded since their
-        creation: a temporary file's content lives on where it went, or nowhere."""
+        creation: a temporary file's content lives on where it went, or nowhere. What
+        stays of an earlier file at the path keeps it as a deleted file's history;
+        ``revs``: the revision numbers at ``paths[0]``, if asked before."""
         for p in paths:
             tx.db.run(self.q.drop_revisions_from, {"p": p, "rev": made[p]})
-            left = tx.db.one(self.q.revisions_left, {"p": p})
-            if left is not None and int(left[0]) > 0:
+            if revs is not None and p == paths[0]:
+                left = sum(1 for (rev,) in revs.all() if int(rev) < made[p])
+            else:
+                row = tx.db.one(self.q.revisions_left, {"p": p})
+                left = 0 if row is None else int(row[0])
+            if left > 0:
                 retention.tombstone(self, tx, [p], self._now(), moved=False)
 
     def rename(self, src: str, dst: str, *, author: str, overwrite: bool = False) -> None:
@@ -881,6 +898,11 @@ class SqlStore(Store):
             moving = db.ask(self.q.moving, {"p": src})
             landing = db.ask(self.q.landing, {"p": dst, "parent": parent_of(dst)})
             tombs = db.ask(self.q.gone_below, {"p": dst})
+            # Asked with the rest, so a server answers them in the same round trip: if
+            # src is a file this operation made (a temporary file renamed over its
+            # target), its history goes (_forget_made).
+            made_before = self._ask_made(tx, src, author)
+            revs = None if made_before is None else db.ask(self.q.revisions_at, {"p": src})
             entries = moving.all()
             top = next((row for row in entries if row[0] == src), None)
             if top is None:
@@ -896,7 +918,9 @@ class SqlStore(Store):
             if replaced:
                 self._replace(tx, src_kind, dst, str(replaced[-1][1]), replaced, overwrite, now)
             files = [row for row in entries if row[1] == "file"]
-            made = self._made_in_operation(tx, src, author) if src_kind == "file" else {}
+            made = (
+                self._made_in_operation(tx, src, author, made_before) if src_kind == "file" else {}
+            )
             retention.tombstone(
                 self, tx, [str(row[0]) for row in files if row[0] not in made], now, moved=True
             )
@@ -912,7 +936,7 @@ class SqlStore(Store):
             last = retention.arrive(self, tx, arrivals, gone, kept, author, now)
             # A temporary file made in this operation and renamed over its target leaves
             # no history of its own: its content is the target's revision now.
-            self._forget_made(tx, [src] if src in made else [], made)
+            self._forget_made(tx, [src] if src in made else [], made, revs)
             # A file's rename carries its content; a directory's only its last arrival.
             size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
             prior = None

@@ -220,6 +220,7 @@ class Statements:
         )
         self.drop_revisions_from = r(f"DELETE FROM revisions WHERE {t()} path = :p AND rev >= :rev")
         self.revisions_left = r(f"SELECT count(*) FROM revisions WHERE {t()} path = :p")
+        self.revisions_at = r(f"SELECT rev FROM revisions WHERE {t()} path = :p")
         self.last_seq = r(f"SELECT seq FROM changes WHERE {t()} TRUE ORDER BY seq DESC LIMIT 1")
         self.begin = r(d.begin)
         self.usage = r(d.usage)

@@ -118,6 +118,22 @@ class OperationsContract:
         store.rename("t.md", "f.md", author="b")  # not made by the renaming operation
         assert [r.author for r in store.history("t.md")] == [A]
 
+    def test_a_temporary_name_that_held_an_earlier_file_keeps_that_history(
+        self, store: Store
+    ) -> None:
+        store.write("t.md", b"earlier\n", author=A)
+        store.delete("t.md", author=A)
+        store.write("f.md", b"old\n", author=A)
+        act = Act("root (sed)", label="sed")
+        with store.acting(act):
+            store.write("t.md", b"new\n", author="root (sed)")
+        with store.acting(act):
+            store.rename("t.md", "f.md", author="root (sed)", overwrite=True)
+        # The save leaves no history at t.md; the file deleted there before keeps its.
+        assert [r.author for r in store.history("t.md")] == [A]
+        assert [r.author for r in store.history("f.md")] == ["root (sed)", A]
+        assert store.read("f.md")[0] == b"new\n"
+
     def test_operations_filter_by_actor_path_time_and_page(self, store: Store) -> None:
         store.write("notes/a.md", b"a\n", author="agent:planner", parents=True)
         store.write("other/b.md", b"b\n", author="root (vim)", parents=True)
