@@ -143,10 +143,15 @@ def test_cp_r_and_rsync_a_are_one_operation_each(mount: MountHandle, tmp_path: P
     for i in range(30):
         (src / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
         (src / f"d{i % 3}" / f"f{i}.txt").write_text(f"{i}\n")
+    store = mount.store()
     sh("cp", "-r", str(src), str(mount.mountpoint / "copy"))
+    for i in range(30):  # every file's buffer committed: the operation is whole
+        settled(mount, store, f"copy/d{i % 3}/f{i}.txt", f"{i}\n".encode())
     op = newest(mount, "cp")
     assert op["summary"] == "cp: made 4 directories, created 30 files in copy/"
     sh("rsync", "-a", f"{src}/", f"{mount.mountpoint / 'synced'}/")
+    for i in range(30):
+        settled(mount, store, f"synced/d{i % 3}/f{i}.txt", f"{i}\n".encode())
     op = newest(mount, "rsync")
     # rsync writes each file to a temporary name and renames it: folded away.
     assert op["summary"] == "rsync: made 4 directories, created 30 files in synced/"
@@ -179,6 +184,7 @@ def test_git_checkout_is_one_operation_and_undo_brings_the_work_tree_back(
     sh("git", "checkout", "-q", "main", cwd=repo, **git)
     assert (repo / "b.md").read_text() == "main b\n"
     settled(mount, store, "repo/a.md", b"main a\n")
+    settled(mount, store, "repo/b.md", b"main b\n")  # the checkout whole, then its undo
     checkout = newest(mount, "git")
     assert checkout["actor"] == f"{USER} (git)"
     memfs(mount, "undo", str(checkout["id"]))
