@@ -34,6 +34,10 @@ class Listener:
         self._translate = translate
         self._db: psycopg.Connection | None = None
         self._lock = threading.Lock()
+        # The newest feed number this connection has been told of, and whether it has
+        # listened since before a look at the feed (then every later commit is told).
+        self._heard = 0
+        self._looked = False
 
     def wait(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
         """Wait up to ``timeout`` seconds for a change with ``seq > since``; True if one
@@ -41,17 +45,28 @@ class Listener:
         with self._lock:
             listener = self._listen()
             try:
-                # Listening from here on: a commit after this look wakes the wait below.
-                if last_seq() > since:
-                    for _ in listener.notifies(timeout=0):  # drop stale wake-ups
-                        pass
-                    return True
+                if self._heard > since:
+                    return True  # told already (perhaps while another caller waited)
+                if not self._looked:
+                    # Listening from here on: a commit after this look wakes the wait
+                    # below. Later waits need no look: each commit since is told.
+                    self._heard = max(self._heard, last_seq())
+                    self._looked = True
+                    for note in listener.notifies(timeout=0):  # drop stale wake-ups
+                        self._heard = max(self._heard, int(note.payload or 0))
+                    if self._heard > since:
+                        return True
                 deadline = time.monotonic() + timeout
                 while (left := deadline - time.monotonic()) > 0:
                     for note in listener.notifies(timeout=left, stop_after=1):
-                        if int(note.payload or 0) > since:
+                        self._heard = max(self._heard, int(note.payload or 0))
+                        if self._heard > since:
                             return True
-                return last_seq() > since
+                # A quiet while: one look, in case a notification was lost (or the
+                # tree was made again, numbered from the start).
+                last = last_seq()
+                self._heard = min(self._heard, last)
+                return last > since
             except psycopg.Error as e:
                 self._drop()
                 raise self._translate(e) from e
@@ -65,7 +80,7 @@ class Listener:
         except psycopg.Error as e:
             db.close()
             raise self._translate(e) from e
-        self._db = db
+        self._db, self._looked = db, False  # commits before this LISTEN were not told
         return db
 
     def _drop(self) -> None:
