@@ -13,8 +13,9 @@ import psycopg
 import pytest
 
 from memfs.errors import NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
-from memfs.store import Store, list_trees, open_store, postgres_schema
+from memfs.store import Store, list_trees, open_store, postgres, postgres_schema
 from memfs.store.postgres_schema import SCHEMA_VERSION
+from tests.fixtures.mount import wait_for
 from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
 from tests.store_contract.common import A, tree
 
@@ -355,3 +356,37 @@ def test_a_schema_2_database_migrates_with_its_trees(pg_cluster: PgCluster) -> N
     )
     # the engine counts files, dirs and bytes itself now; only the blob sweep is a trigger
     assert pg_cluster.psql(triggers, db="v2db").strip() == "revision_removed"
+
+
+def test_maintenance_analyzes_a_tree_that_grew_fast(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Until a table is analyzed its tree's rows are guessed at 0.5% of it, and a lookup
+    # by path is planned as a scan of the tree; the daemon's maintenance analyzes it.
+    db = "stats_" + os.urandom(4).hex()
+    pg_cluster.psql(f"CREATE DATABASE {db}", db="postgres")
+    with open_store(pg_cluster.url(db=db)) as store:
+        for table in ("entries", "revisions", "changes", "gone", "operations"):
+            pg_cluster.psql(f"ALTER TABLE memfs.{table} SET (autovacuum_enabled = false)", db=db)
+        with store.batch():
+            for i in range(1000):
+                store.write(f"d{i % 10}/f{i}.md", b"x\n", author=A, parents=True)
+
+        def analyzed() -> int:
+            return int(
+                pg_cluster.psql(
+                    "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'entries'",
+                    db=db,
+                )
+            )
+
+        assert analyzed() == 0
+        monkeypatch.setattr(postgres, "STATS_LOOK_S", 0.0)
+
+        def maintained() -> bool:
+            store.maintain()  # the server's count of changed rows may lag a moment
+            return analyzed() == 1
+
+        wait_for(maintained, 30, what="the entries table analyzed")
+        store.maintain()  # the statistics are fresh now: not again
+        assert analyzed() == 1
