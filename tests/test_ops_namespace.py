@@ -87,6 +87,52 @@ def test_readdir_lists_the_store_and_what_is_not_committed_yet(k: Kernel) -> Non
     refused(errno.ENOENT, lambda: k.ops.readdir("/missing", 0))
 
 
+def test_names_a_directory_lacks_are_answered_without_the_store_and_never_hide_one(
+    kernel: MakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    k = kernel()  # the follower runs: other writers' names arrive on the feed
+    other = k.other()
+    other.write("d/a.md", b"a\n", author="someone", parents=True)
+    asked: list[str] = []
+    stat_of = k.store.stat
+
+    def counted(path: str) -> object:
+        asked.append(path)
+        return stat_of(path)
+
+    monkeypatch.setattr(k.store, "stat", counted)
+    k.ops.getattr("/d")
+    refused(errno.ENOENT, lambda: k.ops.getattr("/d/.tmp-1"))  # the directory is read whole
+    asked.clear()
+    # An atomic save's lookups: the temporary name, the file, both answered here.
+    refused(errno.ENOENT, lambda: k.ops.getattr("/d/.tmp-2"))
+    refused(errno.ENOENT, lambda: k.ops.getattr("/d/b.md"))
+    assert k.ops.getattr("/d/a.md")["st_size"] == 2
+    assert asked == []
+    # Made here: found at once, committed or not, and after a rename.
+    fh = k.ops.create("/d/.tmp-2", FILE | 0o600, CREATE)
+    k.ops.write("/d/.tmp-2", b"b\n", 0, fh, os.O_WRONLY)
+    k.ops.fsync("/d/.tmp-2", 0, fh)
+    assert k.ops.getattr("/d/.tmp-2")["st_size"] == 2
+    k.ops.rename("/d/.tmp-2", "/d/b.md", 0)
+    assert k.ops.getattr("/d/b.md")["st_size"] == 2
+    refused(errno.ENOENT, lambda: k.ops.getattr("/d/.tmp-2"))
+    # Made by another writer: found once the feed has it.
+    other.write("d/c.md", b"c\n", author="someone")
+    assert k.ops.show_upto(other.last_seq(), 5)
+    assert k.ops.getattr("/d/c.md")["st_size"] == 2
+    # A directory moved over: its names are the new ones.
+    other.write("e/x.md", b"x\n", author="someone", parents=True)
+    assert k.ops.show_upto(other.last_seq(), 5)
+    refused(errno.ENOENT, lambda: k.ops.getattr("/e/y.md"))
+    other.write("f/y.md", b"y\n", author="someone", parents=True)
+    other.delete("e/x.md", author="someone")
+    other.delete("e", author="someone")
+    other.rename("f", "e", author="someone")
+    assert k.ops.show_upto(other.last_seq(), 5)
+    assert k.ops.getattr("/e/y.md")["st_size"] == 2
+
+
 def test_open_is_left_to_the_kernel_and_directories_are_not_files(k: Kernel) -> None:
     other = k.other()
     other.mkdir("dir", author="someone")

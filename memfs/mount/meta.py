@@ -11,6 +11,13 @@ Lookups after the first cost a dict read instead of a store query. Coherence:
 
 Other writers' changes are therefore forgotten within the change feed's poll bound,
 the same bound the kernel's caches get.
+
+A directory's names, once read whole (a listing, or on a lookup of a name it lacks),
+answer "no such entry" for any other name without a query: the temporary names of
+atomic saves and the paths a tool checks before it creates them. A change only ever
+adds the names it touches to their directory's set (a name there that is gone costs a
+query; a name missing from it would hide a file), and a directory that is itself
+changed, moved or removed is forgotten whole.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from memfs.store.base import Entry
 
 MAX_ENTRIES = 200_000
 MAX_LISTINGS = 8192
+MAX_NAMES = 4096  # a directory with more is not kept whole
 
 
 @dataclass(slots=True)
@@ -44,6 +52,7 @@ class MetaCache:
         self.gen = 0
         self._entries: dict[str, Entry] = {}
         self._listings: dict[str, Listing] = {}
+        self._names: dict[str, set[str]] = {}  # directory -> every name in it, or more
         self._lock = threading.Lock()
 
     # --- reading ------------------------------------------------------------------------
@@ -52,6 +61,29 @@ class MetaCache:
 
     def listing(self, path: str) -> Listing | None:
         return self._listings.get(path)
+
+    def absent(self, path: str) -> bool:
+        """True if ``path``'s directory is known whole and has no such name."""
+        if not path:
+            return False
+        parent, _, name = path.rpartition("/")
+        names = self._names.get(parent)
+        return names is not None and name not in names
+
+    def knows_names(self, directory: str) -> bool:
+        return directory in self._names
+
+    def put_names(self, gen: int, directory: str, names: Iterable[str]) -> None:
+        """Every name in ``directory``, read while the generation was ``gen``."""
+        known = set(names)
+        if len(known) > MAX_NAMES:
+            return
+        with self._lock:
+            if gen != self.gen:
+                return
+            if len(self._names) > MAX_LISTINGS:
+                self._names.clear()
+            self._names[directory] = known
 
     def put_entries(self, gen: int, entries: Iterable[Entry]) -> None:
         """Cache entries read from the store while the generation was ``gen``."""
@@ -92,12 +124,25 @@ class MetaCache:
                 for q in (p, parent_of(p)):
                     self._entries.pop(q, None)
                     self._listings.pop(q, None)
+                self._name_touched(p)
             for top in subtrees:
                 if top == "":
                     self._entries.clear()
                     self._listings.clear()
+                    self._names.clear()
                     continue
+                self._name_touched(top)
                 below = top + "/"
-                for table in (self._entries, self._listings):
+                for table in (self._entries, self._listings, self._names):
                     for key in [k for k in table if k.startswith(below)]:
                         del table[key]
+
+    def _name_touched(self, path: str) -> None:
+        """``path`` may exist now: its directory's set keeps its name, and a set of its
+        own (it was a directory) goes."""
+        self._names.pop(path, None)
+        if path:
+            parent, _, name = path.rpartition("/")
+            names = self._names.get(parent)
+            if names is not None:
+                names.add(name)

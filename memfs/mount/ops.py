@@ -48,6 +48,11 @@ T = TypeVar("T")
 
 _KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
 
+
+def _is_dir_entry(entry: Entry | None) -> bool:
+    return entry is not None and entry.is_dir
+
+
 STATFS_TTL_S = 2.0
 # How long an fsync that could not reach the store waits for the follower's look at
 # whether the store's storage went away (ChangeFollower.look_at_storage).
@@ -342,6 +347,8 @@ class MemfsOperations(NamespaceOps):
         if hit is not None:
             return hit
         try:
+            if self._meta.absent(p):
+                raise errors.NotFound(f"no entry at '{p}'", path=p)  # its directory says so
             entry = self.store.stat(p)
         except errors.StoreUnavailable:
             # The store is away (a server restarting): what was last read of this path
@@ -357,6 +364,7 @@ class MemfsOperations(NamespaceOps):
                 # Looked up by a name longer than any the store holds: say so, as a
                 # local disk does for a name past NAME_MAX.
                 raise OSError(errno.ENAMETOOLONG, "name or path too long") from None
+            self._learn_names(gen, parent_of(p))
             raise
         except errors.PathError:
             # A name the store cannot hold does not exist (tools probe such names).
@@ -366,6 +374,20 @@ class MemfsOperations(NamespaceOps):
             self._last_known.clear()
         self._last_known[p] = entry
         return entry
+
+    def _learn_names(self, gen: int, directory: str) -> None:
+        """After a lookup of a name ``directory`` lacks: read its names whole, so the
+        next such lookup (a temporary file's, a path checked before it is made) needs
+        no query, and its entries, so lookups of the names it has need none either."""
+        if self._meta.knows_names(directory) or not _is_dir_entry(self._meta.entry(directory)):
+            return
+        pending = self.writes.created_in(directory)  # first, as in _listing
+        try:
+            entries = self.store.listdir(directory)
+        except errors.StoreError:
+            return  # the lookup's answer stands; only the shortcut is missed
+        self._meta.put_entries(gen, entries)
+        self._meta.put_names(gen, directory, [*pending, *(e.name for e in entries)])
 
     def _listing(self, path: str) -> Listing:
         p = rel(path)
@@ -387,6 +409,7 @@ class MemfsOperations(NamespaceOps):
         names.extend((name, stat.S_IFREG) for name in pending if name not in seen)
         listing = Listing(names)
         self._meta.put_listing(gen, p, listing)
+        self._meta.put_names(gen, p, [*pending, *seen])
         return listing
 
     @op
