@@ -133,6 +133,32 @@ def test_names_a_directory_lacks_are_answered_without_the_store_and_never_hide_o
     assert k.ops.getattr("/e/y.md")["st_size"] == 2
 
 
+def test_a_directory_keeps_its_cached_entry_with_the_times_its_changes_gave_it(
+    k: Kernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = k.other()
+    other.mkdir("d", author="someone")
+    before = k.ops.getattr("/d")["st_mtime"]
+    asked: list[str] = []
+    stat_of = k.store.stat
+
+    def counted(path: str) -> object:
+        asked.append(path)
+        return stat_of(path)
+
+    monkeypatch.setattr(k.store, "stat", counted)
+    fh = k.ops.create("/d/new.md", FILE | 0o600, CREATE)
+    k.ops.write("/d/new.md", b"x\n", 0, fh, os.O_WRONLY)
+    k.ops.fsync("/d/new.md", 0, fh)
+    k.ops.rename("/d/new.md", "/d/moved.md", 0)
+    k.ops.mkdir("/d/sub", 0o755)
+    attrs = k.ops.getattr("/d")
+    assert "d" not in asked  # the kernel asks after every create: answered here
+    stored = other.stat("d")
+    assert (attrs["st_mtime"], attrs["st_ctime"]) == (stored.mtime_ns, stored.ctime_ns)
+    assert attrs["st_mtime"] > before
+
+
 def test_open_is_left_to_the_kernel_and_directories_are_not_files(k: Kernel) -> None:
     other = k.other()
     other.mkdir("dir", author="someone")

@@ -22,8 +22,9 @@ changed, moved or removed is forgotten whole.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -105,14 +106,55 @@ class MetaCache:
 
     # --- changing -----------------------------------------------------------------------
     @contextmanager
-    def changing(self, paths: Iterable[str], subtrees: Iterable[str] = ()) -> Iterator[None]:
-        """Bracket a change of ``paths`` (and of everything below ``subtrees``)."""
+    def changing(
+        self,
+        paths: Iterable[str],
+        subtrees: Iterable[str] = (),
+        touched: Callable[[], Mapping[str, int]] = dict,
+    ) -> Iterator[None]:
+        """Bracket a change of ``paths`` (and of everything below ``subtrees``).
+
+        The directories holding ``paths`` keep their cached entries (the kernel asks
+        for them again after every create): unchanged, or with the times the store
+        gave them, which ``touched`` says once the change is made (Store.touched).
+        """
+        paths, subtrees = list(paths), list(subtrees)
+        parents = self.entries_of(parent_of(p) for p in paths if p)
         self.bump()
+        start = self.gen
+        made = False
         try:
             yield
+            made = True
         finally:
             self.forget(paths, subtrees)
             self.bump()
+            if made and parents:
+                self._put_back(start + 1, parents, touched(), paths, subtrees)
+
+    def entries_of(self, paths: Iterable[str]) -> dict[str, Entry]:
+        """The cached entries among ``paths``."""
+        found = {p: self._entries.get(p) for p in paths}
+        return {p: e for p, e in found.items() if e is not None}
+
+    def _put_back(
+        self,
+        gen: int,
+        parents: dict[str, Entry],
+        touched: Mapping[str, int],
+        paths: list[str],
+        subtrees: list[str],
+    ) -> None:
+        with self._lock:
+            if self.gen != gen:
+                return  # another change came between: what it did is not known here
+            for path, entry in parents.items():
+                if path in paths or any(path == t or path.startswith(t + "/") for t in subtrees):
+                    continue  # changed itself
+                now = touched.get(path)
+                if now is not None:
+                    entry = dataclasses.replace(entry, mtime_ns=now, ctime_ns=now)
+                self._entries[path] = entry
 
     def bump(self) -> None:
         with self._lock:

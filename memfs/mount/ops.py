@@ -211,7 +211,7 @@ class MemfsOperations(NamespaceOps):
     ) -> T:
         paths, subtrees = list(paths), list(subtrees)
         self._forget_known(paths, subtrees)
-        with self._meta.changing(paths, subtrees):
+        with self._meta.changing(paths, subtrees, touched=self.store.touched):
             return self._own.run(author, fn)
 
     def _store_lost(self, problem: str) -> None:

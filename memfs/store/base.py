@@ -118,7 +118,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -559,6 +559,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def unused(self, before_ns: int) -> list[Entry]:
         """Live files whose last use is before ``before_ns``, by path."""
+
+    def touched(self) -> Mapping[str, int]:
+        """The directories whose modification times the calling thread's last mutation
+        set, committed, with the time set (as stored); empty when unknown (inside a
+        batch, or a store that does not say). A cache of entries updates those in
+        place instead of reading them again."""
+        return {}
 
     @abc.abstractmethod
     def appended(self) -> range:

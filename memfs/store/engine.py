@@ -123,6 +123,15 @@ class Tx:
         # stored once at its end: a row updated per entry inside a batch's savepoints
         # makes PostgreSQL walk every earlier version of it, quadratic in the batch.
         self.files = self.dirs = self.bytes = 0
+        # The directories whose times this transaction set, and to what (Store.touched).
+        self.touched: dict[str, int] = {}
+
+    def touch(self, db: Cursor, sql: str, now: int, *dirs: str) -> None:
+        """Set ``dirs``' modification and change times to ``now`` (one statement)."""
+        params: dict[str, object] = {"now": now}
+        params.update(zip(("p",) if len(dirs) == 1 else ("a", "b"), dirs, strict=True))
+        db.run(sql, params)
+        self.touched.update(dict.fromkeys(dirs, now))
 
     def _load(self) -> None:
         if self._begin is None:
@@ -325,6 +334,7 @@ class SqlStore(Store):
         """One mutation: its own transaction, or a savepoint of this thread's batch."""
         self._writable()
         self._local.appended = range(0)
+        self._local.touched = {}
         outer = self._tx_now()
         if outer is not None:
             depth, mark, kept = outer.depth, outer.mark(), len(outer.records)
@@ -369,6 +379,7 @@ class SqlStore(Store):
                 tx.unnumber()
             raise
         self._local.appended = tx.appended()
+        self._local.touched = tx.touched
 
     def _write_operations(self, tx: Tx) -> None:
         """The operation rows of what this transaction recorded (invariant 12)."""
@@ -417,6 +428,10 @@ class SqlStore(Store):
 
     def appended(self) -> range:
         found: range = getattr(self._local, "appended", range(0))
+        return found
+
+    def touched(self) -> Mapping[str, int]:
+        found: dict[str, int] = getattr(self._local, "touched", {})
         return found
 
     def _now(self) -> int:
@@ -670,7 +685,7 @@ class SqlStore(Store):
                 "target": target,
             },
         )
-        tx.db.run(self.q.touch, {"now": now, "p": parent_of(path)})
+        tx.touch(tx.db, self.q.touch, now, parent_of(path))
         tx.grow(kind, size)
         return rev
 
@@ -817,7 +832,7 @@ class SqlStore(Store):
             if len(victims) > 1 and not recursive:
                 raise DirectoryNotEmpty(f"the directory '{rel}' is not empty", path=rel)
             self._remove(tx, rel, victims, author, now)
-            tx.db.run(self.q.touch, {"now": now, "p": parent_of(rel)})
+            tx.touch(tx.db, self.q.touch, now, parent_of(rel))
             retention.sweep(self, tx, now)
 
     def _remove(self, tx: Tx, top: str, victims: list[Row], author: str, now: int) -> None:
@@ -928,7 +943,7 @@ class SqlStore(Store):
                 self.q.move_subtree,
                 {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst), "now": now},
             )
-            db.run(self.q.touch_two, {"now": now, "a": parent_of(src), "b": parent_of(dst)})
+            tx.touch(db, self.q.touch_two, now, parent_of(src), parent_of(dst))
             gone = {str(p): (int(deleted), trim) for p, deleted, trim in tombs.all()}
             # How many revisions the destination keeps is known for a file's own move.
             kept = int(there[0][2]) if there and src_kind == "file" else None
