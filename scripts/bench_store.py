@@ -14,6 +14,11 @@ on the next call, write a temp file + rename it over the file, ``scandir`` with 
 per entry), and the ratio. Plain writes
 are not fsynced, like the SQLite store's default ``synchronous=normal`` commits.
 
+With a server it then runs the memory tool handler's mixed workload through a mount
+of a new SQLite store and through a mount of a new tree of the server, both at once,
+alternating (``--mount-reps``, medians): the comparison that counts for agents on a
+team's server. Needs FUSE (skipped, saying why, without it).
+
 With ``--threads N`` it also compares N threads calling ``stat`` through the store (one
 connection per thread) with N threads sharing one connection behind a lock, the other
 design the SQLite backend could have used.
@@ -30,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -223,6 +229,13 @@ def main() -> None:
     parser.add_argument(
         "--postgres", action="store_true", help="also a throwaway PostgreSQL cluster"
     )
+    parser.add_argument(
+        "--mount-reps",
+        type=int,
+        default=7,
+        help="with a server: the handler's workload through a mount of each, this many"
+        " alternating repetitions (0 skips it)",
+    )
     args = parser.parse_args()
     cluster = None
     urls: list[str | None] = [args.url]
@@ -241,9 +254,61 @@ def main() -> None:
         for url in urls:
             run(url, args)
             print()
+        server = urls[-1]
+        if server is not None and not server.startswith("sqlite") and args.mount_reps:
+            through_mounts(server, args.mount_reps)
     finally:
         if cluster is not None:
             cluster.destroy()
+
+
+def _fresh_tree(url: str) -> str:
+    """``url`` naming a new tree of the same database (the mount starts empty, as the
+    SQLite one does)."""
+    parts = urllib.parse.urlsplit(url)
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    query["tree"] = f"bench_mount_{os.getpid()}"
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+def through_mounts(server: str, reps: int) -> None:
+    """The memory tool handler's mixed workload (scripts/bench_handler.py) through a
+    mount of a new SQLite store and through a mount of ``server``, both mounted at
+    once, repetitions alternating which goes first; medians."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_handler import build_workload
+    from bench_mount import mounted
+
+    from memfs.handler import MemoryHandler
+    from memfs.mount import host
+
+    problem = host.fuse_problem()
+    if problem:
+        print(f"through a mount: skipped ({problem})")
+        return
+    work = build_workload(200, 20, 300, 20250818)
+    commands = [command for _, command in work.setup + work.mixed]
+    with tempfile.TemporaryDirectory(prefix="memfs-bench-", dir="/var/tmp") as tmp:
+        base = Path(tmp)
+        times: dict[str, list[float]] = {"sqlite": [], "server": []}
+        with (
+            mounted(base / "s.db", base / "sqlite") as _,
+            mounted(_fresh_tree(server), base / "server") as _,
+        ):
+            for rep in range(reps):
+                order = ["sqlite", "server"] if rep % 2 == 0 else ["server", "sqlite"]
+                for name in order:
+                    handler = MemoryHandler(base / name / f"h{rep}")
+                    start = time.perf_counter()
+                    errors = sum(handler.execute(c).is_error for c in commands)
+                    times[name].append(time.perf_counter() - start)
+                    if errors:
+                        raise SystemExit(f"{name}: {errors} commands answered errors")
+    a, b = statistics.median(times["sqlite"]), statistics.median(times["server"])
+    print(f"handler mixed workload, {len(commands)} commands through a mount (median of {reps})")
+    print(f"{'SQLite mount s':<26}{a:>14.3f}")
+    print(f"{'server mount s':<26}{b:>14.3f}")
+    print(f"{'server / SQLite':<26}{b / a:>14.2f}")
 
 
 def run(url: str | None, args: argparse.Namespace) -> None:
@@ -253,6 +318,9 @@ def run(url: str | None, args: argparse.Namespace) -> None:
         db_path = os.path.join(tmp, "bench.db")
         with open_store(url or db_path) as store:
             paths = populate(store, plain, args.files, args.dirs)
+            # As a mount's daemon does each second: SQLite copies its write-ahead log
+            # back, PostgreSQL's statistics catch up with the files just made.
+            store.maintain()
             print(f"store {store.url}: {args.files} files of 1 KiB in {args.dirs} dirs")
             compare(store, plain, paths, args.dirs, args.scale)
             if args.threads and url is None:

@@ -14,12 +14,13 @@ import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memfs.errors import NotFound
 from memfs.store import open_store
-from memfs.store.base import Store
+from memfs.store.base import Change, Store
 from tests.fixtures.mount import sqlite_url, wait_for
 from tests.fixtures.ops import Kernel, actor
 from tests.fixtures.postgres import PgCluster
@@ -381,3 +382,26 @@ def test_a_commit_refused_for_a_cap_after_the_write_is_kept_and_retried(
     k.ops.fsync("/b.md", 0, fh)  # room again: the retry saves it
     assert other.read("b.md")[0] == b"b" * 40
     assert k.ops.writes.health.unsaved == () and not kept.exists()
+
+
+def test_on_a_pushing_store_the_follower_reads_the_feed_only_for_others_changes(
+    kernel: MakeKernel, programs: Program, pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    k = kernel(pg_cluster.url())
+    k.pid = programs("vim")
+    reads: list[int] = []
+    changes_of = k.store.changes
+
+    def counted(*args: Any, **kwargs: Any) -> list[Change]:
+        reads.append(1)
+        return changes_of(*args, **kwargs)
+
+    monkeypatch.setattr(k.store, "changes", counted)
+    for i in range(5):
+        save(k, f"mine{i}.md", b"mine\n")
+    assert k.ops.show_upto(k.store.last_seq(), 5)  # followed up to its own last change
+    assert reads == [] and k.told == []
+    # Another writer's change is read, and the kernel told of it.
+    k.other().write("theirs.md", b"theirs\n", author="someone")
+    wait_for(lambda: "/theirs.md" in k.told, 5, what="the other writer's change told")
+    assert reads != []

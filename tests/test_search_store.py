@@ -248,7 +248,7 @@ def test_a_store_from_before_the_index_is_indexed_with_progress(tmp_path: Path) 
         db.execute(f"DROP TABLE {table}")
     # and without what the schemas after it added (the operation log)
     db.execute("DROP INDEX changes_op")
-    db.execute("DROP INDEX changes_op_path")
+    db.execute("DROP INDEX changes_path")
     db.execute("DROP TABLE operations")
     for column in ("op", "mode", "target", "prior_kind", "prior_sha256", "prior_size",
                    "prior_mode", "prior_target"):  # fmt: skip

@@ -383,10 +383,16 @@ def test_maintenance_analyzes_a_tree_that_grew_fast(
         assert analyzed() == 0
         monkeypatch.setattr(postgres, "STATS_LOOK_S", 0.0)
 
-        def maintained() -> bool:
-            store.maintain()  # the server's count of changed rows may lag a moment
-            return analyzed() == 1
-
-        wait_for(maintained, 30, what="the entries table analyzed")
+        store.maintain()
+        wait_for(lambda: analyzed() == 1, 10, what="the entries table analyzed")
         store.maintain()  # the statistics are fresh now: not again
         assert analyzed() == 1
+        for i in range(1000, 1100):  # grown, but not to twice what was analyzed
+            store.write(f"d{i % 10}/f{i}.md", b"x\n", author=A)
+        store.maintain()
+        assert analyzed() == 1
+        with store.batch():
+            for i in range(1100, 2600):
+                store.write(f"d{i % 10}/f{i}.md", b"x\n", author=A)
+        store.maintain()  # more than doubled: again
+        wait_for(lambda: analyzed() == 2, 10, what="the entries table analyzed again")

@@ -43,13 +43,21 @@ class OwnChanges:
         self.store = store
         self._seqs: set[int] = set()
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)  # a mutation ended
+        self._running = 0
 
     def run(self, author: str, mutation: Callable[[], T]) -> T:
-        result = mutation()
-        mine = self.store.appended()
-        if mine:
+        with self._lock:
+            self._running += 1
+        mine = range(0)
+        try:
+            result = mutation()
+            mine = self.store.appended()
+        finally:
             with self._lock:
+                self._running -= 1
                 self._seqs.update(mine)
+                self._done.notify_all()
         return result
 
     def claim(self, seq: int) -> bool:
@@ -59,6 +67,23 @@ class OwnChanges:
                 self._seqs.discard(seq)
                 return True
             return False
+
+    def cover(self, first: int, last: int, timeout: float) -> bool:
+        """True (claiming them) if every number from ``first`` to ``last`` is this
+        mount's own. A store tells of a commit as it happens, before the mutation that
+        made it returns here to say which numbers it appended: while mutations are
+        running, wait up to ``timeout`` for them to say."""
+        deadline = time.monotonic() + timeout
+        numbers = range(first, last + 1)
+        with self._lock:
+            while True:
+                if len(numbers) <= len(self._seqs) and all(s in self._seqs for s in numbers):
+                    self._seqs.difference_update(numbers)
+                    return True
+                left = deadline - time.monotonic()
+                if self._running == 0 or left <= 0:
+                    return False
+                self._done.wait(left)
 
     def forget_upto(self, seq: int) -> None:
         with self._lock:
@@ -127,6 +152,10 @@ MAINTAIN_INTERVAL = 1.0  # seconds between store.maintain() calls
 STORAGE_INTERVAL = 0.5
 # How long one wait on a pushing store lasts: bounds how late stop() is noticed.
 PUSH_WAIT = 0.25
+# How long the follower, told of commits, waits for this mount's running mutations to
+# say whether those were theirs (then it reads nothing): at most this much later, the
+# feed is read as before.
+OWN_WAIT = 0.1
 
 
 class ChangeFollower(threading.Thread):
@@ -200,6 +229,14 @@ class ChangeFollower(threading.Thread):
 
     def step(self) -> int:
         """One poll; returns how many foreign changes it reported."""
+        told = self.store.pushed_upto()
+        if told > self.cursor and self.own.cover(self.cursor + 1, told, OWN_WAIT):
+            # Woken by this mount's own commits alone: nothing to read or tell.
+            self.polls += 1
+            with self._caught:
+                self.cursor = told
+                self._caught.notify_all()
+            return 0
         changes = self.store.changes(since=self.cursor)
         self.polls += 1
         if not changes:

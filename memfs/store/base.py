@@ -531,6 +531,12 @@ class Store(abc.ABC):
     # interval of its own keeps that.
     pushes_changes: bool = False
 
+    def pushed_upto(self) -> int:
+        """The newest feed number this handle was told of by a store that pushes its
+        changes (0 for one that does not): a follower whose own changes are all that
+        came since its last read need not read the feed."""
+        return 0
+
     def wait_for_changes(self, since: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a committed change with ``seq > since``;
         True if there is one (it may have been there already), False on timeout.

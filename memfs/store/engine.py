@@ -635,6 +635,9 @@ class SqlStore(Store):
     def wait_for_changes(self, since: int, timeout: float) -> bool:
         return self.backend.wait_for_changes(since, timeout, self.last_seq)
 
+    def pushed_upto(self) -> int:
+        return self.backend.pushed_upto()
+
     # --- writing ------------------------------------------------------------------------
     def _ask_usage(self, tx: Tx) -> Pending | None:
         """The tree's totals, asked only when a cap needs them (with what this

@@ -136,12 +136,12 @@ def _totals_by_the_engine(ddl: Ddl) -> list[str]:
 STEPS.append(_totals_by_the_engine)
 
 
-def _changes_by_operation_and_path(ddl: Ddl) -> list[str]:
+def _changes_by_path(ddl: Ddl) -> list[str]:
     """The files an operation made at or below a path (a temporary file renamed over
-    its target in one burst through the mount) are found by operation and path. By
-    operation alone the lookup read every change the operation had made so far, so a
-    long burst (``rsync -a``, a model's session) slowed with every file it saved."""
-    return [f"CREATE INDEX changes_op_path ON changes ({ddl.tree_column}op, path)"]
+    its target in one burst through the mount) are found by path. By operation the
+    lookup read every change the operation had made so far, so a long burst (``rsync
+    -a``, a model's session) slowed with every file it saved."""
+    return [f"CREATE INDEX changes_path ON changes ({ddl.tree_column}path)"]
 
 
-STEPS.append(_changes_by_operation_and_path)
+STEPS.append(_changes_by_path)

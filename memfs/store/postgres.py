@@ -174,16 +174,13 @@ def _columns(records: Sequence[Params]) -> dict[str, object]:
     return {name: [record[name] for record in records] for name in _RECORD}
 
 
-# maintain() analyzes a table whose rows changed by this share of it since the server
-# last did (and by this many at least), looking every STATS_LOOK_S seconds.
-ANALYZE_SHARE = 0.5
+# maintain() analyzes memfs's tables when the tree (its entries and its changes) has
+# grown to ANALYZE_GROWTH times its size at the last analysis, plus ANALYZE_MIN_ROWS;
+# it looks every STATS_LOOK_S seconds.
+ANALYZE_GROWTH = 2
 ANALYZE_MIN_ROWS = 500
 STATS_LOOK_S = 10.0
-_TABLE_STATS = (
-    "SELECT relname, n_live_tup, n_mod_since_analyze FROM pg_stat_user_tables"
-    " WHERE schemaname = 'memfs'"
-    " AND relname IN ('entries', 'revisions', 'changes', 'gone', 'operations')"
-)
+_ANALYZED = ("entries", "revisions", "changes", "gone", "operations")
 
 
 class PgBackend(PgConnections):
@@ -210,6 +207,9 @@ class PgBackend(PgConnections):
         self.dialect = PgDialect(channel)
         self.listener = Listener(channel, self.connect, self.translate)
         self._stats_looked = -STATS_LOOK_S  # the first maintain() looks
+        # The tree's size when this handle last analyzed (so once a tree is big, its
+        # first maintain() analyzes: what the server counted may be another tree's).
+        self._analyzed_size = 0
 
     def _configure_connection(self, db: psycopg.Connection) -> None:
         db.execute("SET search_path = memfs")  # the engine's statements name bare tables
@@ -246,29 +246,34 @@ class PgBackend(PgConnections):
     def wait_for_changes(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
         return self.listener.wait(since, timeout, last_seq)
 
+    def pushed_upto(self) -> int:
+        return self.listener.heard
+
     def defer_maintenance(self) -> None:
         return None  # nothing to move off the write path: the server does its own
 
     def maintain(self) -> None:
         """Keep the planner's statistics up with a tree that grows fast. Until the
-        server analyzes a table, a tree's rows are estimated at 0.5% of it, so a lookup
-        by path is planned as a scan of the whole tree: on a tree just filled (an
-        import, a new team's first minutes), ten times the time of a rename. Autovacuum
-        gets there within a minute or so; a daemon's maintenance, at once."""
+        server analyzes memfs's tables again, a new tree's rows are guessed from the
+        trees it counted before (0.5% of a table never analyzed, next to nothing beside
+        another tree), and a lookup by path or by operation is planned as a walk over
+        the tree: a rename on a tree just filled took ten times as long. Autovacuum
+        gets there in a minute or more, or never on a big table; a daemon's
+        maintenance, at once: when the tree is big enough to matter, and each time it
+        has doubled since."""
         now = time.monotonic()
         if now - self._stats_looked < STATS_LOOK_S:
             return
         self._stats_looked = now
-        rows = self.all(_TABLE_STATS)
-        stale = [
-            str(name)
-            for name, live, changed in rows
-            if int(changed) >= max(ANALYZE_MIN_ROWS, ANALYZE_SHARE * int(live))
-        ]
-        if stale:
-            with self._connection() as db:
-                # Not the tables' owner: the server skips them with a warning.
-                db.execute(f"ANALYZE {', '.join(f'memfs.{name}' for name in stale)}".encode())
+        # Its changes and entries: history grows where the entries do not (saves).
+        row = self.one(self.dialect.render("SELECT seq + files + dirs FROM trees WHERE id = :tree"))
+        size = 0 if row is None else int(row[0])
+        if size < ANALYZE_GROWTH * self._analyzed_size + ANALYZE_MIN_ROWS:
+            return
+        with self._connection() as db:
+            # Not the tables' owner: the server skips them with a warning.
+            db.execute(f"ANALYZE {', '.join(f'memfs.{t}' for t in _ANALYZED)}".encode())
+        self._analyzed_size = size
 
     def close(self) -> None:
         super().close()

@@ -71,6 +71,11 @@ class Listener:
                 self._drop()
                 raise self._translate(e) from e
 
+    @property
+    def heard(self) -> int:
+        """The newest feed number this connection has been told of."""
+        return self._heard
+
     def _listen(self) -> psycopg.Connection:
         if self._db is not None and not self._db.closed:
             return self._db

@@ -185,6 +185,9 @@ class Backend(Protocol):
     def wait_for_changes(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
         """:meth:`memfs.store.base.Store.wait_for_changes`."""
 
+    def pushed_upto(self) -> int:
+        """:meth:`memfs.store.base.Store.pushed_upto`."""
+
     def defer_maintenance(self) -> None: ...
 
     def maintain(self) -> None: ...

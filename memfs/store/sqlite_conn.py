@@ -241,6 +241,9 @@ class SqliteConnections:
         time.sleep(timeout)
         return last_seq() > since
 
+    def pushed_upto(self) -> int:
+        return 0  # nothing is pushed: followers poll
+
     def defer_maintenance(self) -> None:
         # Checkpoints move to maintain(), on the caller's own thread: writes no longer
         # stall while the WAL is copied back. Other processes keep their own setting, so

@@ -223,9 +223,11 @@ class Statements:
         )
         # The records of an operation at these paths: files it made (their history is
         # the operation's own, for files that go again inside it).
+        # By path (changes_path): "op + 0" keeps the planners off the operation's index,
+        # which they took for the more selective one and read the whole operation by.
         self.made_here = r(
-            f"SELECT path, rev FROM changes WHERE {t()} op = :op AND kind = 'create'"
-            f" AND {subtree()}"
+            f"SELECT path, rev FROM changes WHERE {t()} {subtree()} AND kind = 'create'"
+            " AND op + 0 = :op"
         )
         self.drop_revisions_from = r(f"DELETE FROM revisions WHERE {t()} path = :p AND rev >= :rev")
         self.revisions_left = r(f"SELECT count(*) FROM revisions WHERE {t()} path = :p")
