@@ -375,3 +375,20 @@ def test_an_uncreatable_mountpoint_is_refused(tmp_path: Path, memfs_state_dir: P
         "choose a directory you can write to."
     )
     assert state.records() == []
+
+
+def test_a_dead_daemons_mount_taken_away_while_start_looks_is_not_a_live_one(
+    tmp_path: Path, memfs_state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kill -9, then mount at once: the killed daemon's fusermount3 (auto_unmount) may
+    # unmount between start's look at the mount table and its statfs, which then
+    # answers for the plain directory. That is a free mount point, not a live daemon.
+    require_fuse()
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    looks = [host.MountEntry(str(mp), "fuse.memfs", "memfs"), None]
+    monkeypatch.setattr(host, "mount_entry", lambda path: looks.pop(0) if looks else None)
+    monkeypatch.setattr(host, "is_dead", lambda path: False)
+    url = sqlite_url(tmp_path / "s.db")
+    assert daemon._prepare(mp, url, lambda note: None) == url
+    assert looks == []
