@@ -196,18 +196,33 @@ def apply_steps(tree: dict[str, State], steps: list[Step]) -> dict[str, State]:
                 return new + path[len(old) :]
         return path
 
-    named = {s.old_path for s in steps if s.action == "rename"} | {s.path for s in steps}
+    moved_from = {s.old_path for s in steps if s.action == "rename"}
+    named = moved_from | {s.path for s in steps}
     out: dict[str, State] = {}
     for path, state in tree.items():
-        if path in named or placed(path) in named:
-            continue  # a step says what became of it, or what is there now
-        out[placed(path)] = state
+        where = placed(path)
+        # A step says what became of it, or what is there now. (A step at its old path,
+        # when its directory moved away, speaks of what was made there since.)
+        if where in named or path in moved_from:
+            continue
+        out[where] = state
     for step in steps:
         if step.after is not None:
             out[step.path] = step.after
         else:
             assert step.path not in out, step
     return out
+
+
+def test_a_moved_directorys_old_name_made_again_keeps_what_moved() -> None:
+    # Found by the property below: what a directory held goes with it, whatever is
+    # made at its old paths after.
+    start = {"d": State("dir", mode=0o700), "d/x": State("file", "x0", 3, 0o600)}
+    model = Model(start)
+    model.rename("d", "b")
+    model.mkdir("d")
+    model.write("d/x", "a")
+    assert apply_steps(start, fold(model.records)) == model.tree
 
 
 from hypothesis import given, settings  # noqa: E402
