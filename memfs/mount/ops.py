@@ -347,8 +347,10 @@ class MemfsOperations(NamespaceOps):
         if hit is not None:
             return hit
         try:
-            if self._meta.absent(p):
-                raise errors.NotFound(f"no entry at '{p}'", path=p)  # its directory says so
+            # Its directory's names say so; not while the store is away, whose answer
+            # refuses a new file there and then (what it holds stays readable above).
+            if self._meta.absent(p) and not self.writes.store_away:
+                raise errors.NotFound(f"no entry at '{p}'", path=p)
             entry = self.store.stat(p)
         except errors.StoreUnavailable:
             # The store is away (a server restarting): what was last read of this path

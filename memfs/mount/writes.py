@@ -960,6 +960,11 @@ class PendingWrites:
             self._lost = f"{problem}; {told}"
             self._publish()
 
+    @property
+    def store_away(self) -> bool:
+        """The change follower last found the store not answering (an outage)."""
+        return bool(self._store_problem[0])
+
     def store_reachable(self, problem: str | None) -> None:
         """Told by the change follower when the store stops (a reason) or starts again
         (None) answering, for `memfs status`."""
