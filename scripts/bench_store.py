@@ -236,6 +236,9 @@ def main() -> None:
         help="with a server: the handler's workload through a mount of each, this many"
         " alternating repetitions (0 skips it)",
     )
+    parser.add_argument(
+        "--only-mounts", action="store_true", help="with a server: only the mount comparison"
+    )
     args = parser.parse_args()
     cluster = None
     urls: list[str | None] = [args.url]
@@ -251,7 +254,7 @@ def main() -> None:
     if urls[0] is not None and not urls[0].startswith("sqlite"):
         urls.insert(0, None)  # the SQLite baseline, same run
     try:
-        for url in urls:
+        for url in [] if args.only_mounts else urls:
             run(url, args)
             print()
         server = urls[-1]
