@@ -45,6 +45,19 @@ def k(kernel: MakeKernel) -> Kernel:
     return kernel(start=False)
 
 
+def stats_asked(k: Kernel, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the operations ask the store about from here on, in order."""
+    asked: list[str] = []
+    stat_of = k.store.stat
+
+    def counted(path: str) -> object:
+        asked.append(path)
+        return stat_of(path)
+
+    monkeypatch.setattr(k.store, "stat", counted)
+    return asked
+
+
 # --- lookups and listings ---------------------------------------------------------------
 
 
@@ -93,14 +106,7 @@ def test_names_a_directory_lacks_are_answered_without_the_store_and_never_hide_o
     k = kernel()  # the follower runs: other writers' names arrive on the feed
     other = k.other()
     other.write("d/a.md", b"a\n", author="someone", parents=True)
-    asked: list[str] = []
-    stat_of = k.store.stat
-
-    def counted(path: str) -> object:
-        asked.append(path)
-        return stat_of(path)
-
-    monkeypatch.setattr(k.store, "stat", counted)
+    asked = stats_asked(k, monkeypatch)
     k.ops.getattr("/d")
     refused(errno.ENOENT, lambda: k.ops.getattr("/d/.tmp-1"))  # the directory is read whole
     asked.clear()
@@ -139,14 +145,7 @@ def test_a_directory_keeps_its_cached_entry_with_the_times_its_changes_gave_it(
     other = k.other()
     other.mkdir("d", author="someone")
     before = k.ops.getattr("/d")["st_mtime"]
-    asked: list[str] = []
-    stat_of = k.store.stat
-
-    def counted(path: str) -> object:
-        asked.append(path)
-        return stat_of(path)
-
-    monkeypatch.setattr(k.store, "stat", counted)
+    asked = stats_asked(k, monkeypatch)
     fh = k.ops.create("/d/new.md", FILE | 0o600, CREATE)
     k.ops.write("/d/new.md", b"x\n", 0, fh, os.O_WRONLY)
     k.ops.fsync("/d/new.md", 0, fh)

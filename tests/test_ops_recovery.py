@@ -168,6 +168,20 @@ def _refuses_every_change(k: Kernel) -> None:
         _eio(call)
 
 
+def _delete_with_pending(k: Kernel, db: Path, path: str) -> int:
+    """Write ``path`` (acknowledged, not committed), then delete the store's files from
+    under the mount; returns the file's handle."""
+    fh = k.ops.create(path, FILE | 0o600, CREATE)
+    k.ops.write(path, b"acknowledged\n", 0, fh, W)
+    # The mount has been following the feed for a moment, as any running daemon has
+    # (so its follower holds a connection).
+    k.other().write("elsewhere.md", b"x", author="someone")
+    assert k.ops.show_upto(k.store.last_seq(), 5)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return fh
+
+
 def test_a_deleted_store_file_is_saved_back_and_every_change_answers_eio(
     kernel: MakeKernel, programs: Program, tmp_path: Path
 ) -> None:
@@ -177,13 +191,7 @@ def test_a_deleted_store_file_is_saved_back_and_every_change_answers_eio(
     fh = k.ops.create("/before.md", FILE | 0o600, CREATE)
     k.ops.write("/before.md", b"before\n", 0, fh, W)
     k.ops.fsync("/before.md", 0, fh)
-    fh = k.ops.create("/pending.md", FILE | 0o600, CREATE)
-    k.ops.write("/pending.md", b"acknowledged\n", 0, fh, W)  # not committed
-    # The mount has been following the feed for a moment, as any running daemon has.
-    k.other().write("elsewhere.md", b"x", author="someone")
-    assert k.ops.show_upto(k.store.last_seq(), 5)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    _delete_with_pending(k, db, "/pending.md")
     lost = _lost(k)
     assert f"the store file {db} was deleted" in lost
     assert f"memfs saved what it held to {db}" in lost
@@ -205,12 +213,7 @@ def test_an_fsync_from_a_thread_new_to_a_deleted_store_file_saves_its_data(
     db = tmp_path / "memory.db"
     k = kernel(sqlite_url(db))
     k.pid = programs("vim")
-    fh = k.ops.create("/acked.md", FILE | 0o600, CREATE)
-    k.ops.write("/acked.md", b"acknowledged\n", 0, fh, W)  # not committed
-    k.other().write("elsewhere.md", b"x", author="someone")
-    assert k.ops.show_upto(k.store.last_seq(), 5)  # the follower holds a connection
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    fh = _delete_with_pending(k, db, "/acked.md")
     outcome: list[object] = []
     worker = threading.Thread(target=lambda: outcome.append(_fsync(k, "/acked.md", fh)))
     worker.start()
