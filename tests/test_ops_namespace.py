@@ -8,6 +8,7 @@ the store as it was.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from memfs.errors import NotFound
+from memfs.mount import meta
 from memfs.mount.namespace import RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT
 from memfs.store.base import Store
 from tests.fixtures.ops import Kernel
@@ -137,6 +139,33 @@ def test_names_a_directory_lacks_are_answered_without_the_store_and_never_hide_o
     other.rename("f", "e", author="someone")
     assert k.ops.show_upto(other.last_seq(), 5)
     assert k.ops.getattr("/e/y.md")["st_size"] == 2
+
+
+def test_a_directory_too_big_to_keep_whole_is_listed_once_not_per_lookup(
+    kernel: MakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(meta, "MAX_NAMES", 3)
+    k = kernel()
+    other = k.other()
+    for i in range(5):
+        other.write(f"big/f{i}.md", b"x", author="someone", parents=True)
+    listed: list[str] = []
+    listdir_of = k.store.listdir
+
+    def counted(path: str) -> object:
+        listed.append(path)
+        return listdir_of(path)
+
+    monkeypatch.setattr(k.store, "listdir", counted)
+    k.ops.getattr("/big")
+    for i in range(4):
+        # An atomic save: its temporary name looked up, then made (and the directory's
+        # cached listing forgotten).
+        refused(errno.ENOENT, functools.partial(k.ops.getattr, f"/big/.tmp-{i}"))
+        fh = k.ops.create(f"/big/.tmp-{i}", FILE | 0o600, CREATE)
+        k.ops.fsync(f"/big/.tmp-{i}", 0, fh)
+        assert stat.S_ISREG(k.ops.getattr(f"/big/.tmp-{i}")["st_mode"])
+    assert listed == ["big"]
 
 
 def test_a_directory_keeps_its_cached_entry_with_the_times_its_changes_gave_it(

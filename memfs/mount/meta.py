@@ -54,6 +54,7 @@ class MetaCache:
         self._entries: dict[str, Entry] = {}
         self._listings: dict[str, Listing] = {}
         self._names: dict[str, set[str]] = {}  # directory -> every name in it, or more
+        self._big: dict[str, None] = {}  # directories with more than MAX_NAMES names
         self._lock = threading.Lock()
 
     # --- reading ------------------------------------------------------------------------
@@ -72,19 +73,17 @@ class MetaCache:
         return names is not None and name not in names
 
     def knows_names(self, directory: str) -> bool:
-        return directory in self._names
+        """Whether ``directory``'s names were read whole, or found too many to keep
+        (then it is not read whole again for each name it lacks)."""
+        return directory in self._names or directory in self._big
 
     def put_names(self, gen: int, directory: str, names: Iterable[str]) -> None:
         """Every name in ``directory``, read while the generation was ``gen``."""
         known = set(names)
         if len(known) > MAX_NAMES:
-            return
-        with self._lock:
-            if gen != self.gen:
-                return
-            if len(self._names) > MAX_LISTINGS:
-                self._names.clear()
-            self._names[directory] = known
+            self._put(gen, self._big, directory, None)
+        else:
+            self._put(gen, self._names, directory, known)
 
     def put_entries(self, gen: int, entries: Iterable[Entry]) -> None:
         """Cache entries read from the store while the generation was ``gen``."""
@@ -97,12 +96,16 @@ class MetaCache:
                 self._entries[entry.path] = entry
 
     def put_listing(self, gen: int, path: str, listing: Listing) -> None:
+        self._put(gen, self._listings, path, listing)
+
+    def _put(self, gen: int, table: dict[str, Any], directory: str, value: Any) -> None:
+        """Keep what was read of ``directory`` while the generation was ``gen``."""
         with self._lock:
             if gen != self.gen:
                 return
-            if len(self._listings) > MAX_LISTINGS:
-                self._listings.clear()
-            self._listings[path] = listing
+            if len(table) > MAX_LISTINGS:
+                table.clear()
+            table[directory] = value
 
     # --- changing -----------------------------------------------------------------------
     @contextmanager
@@ -119,7 +122,8 @@ class MetaCache:
         gave them, which ``touched`` says once the change is made (Store.touched).
         """
         paths, subtrees = list(paths), list(subtrees)
-        parents = self.entries_of(parent_of(p) for p in paths if p)
+        cached = {parent_of(p): self._entries.get(parent_of(p)) for p in paths if p}
+        parents = {d: e for d, e in cached.items() if e is not None}
         self.bump()
         start = self.gen
         made = False
@@ -131,11 +135,6 @@ class MetaCache:
             self.bump()
             if made and parents:
                 self._put_back(start + 1, parents, touched(), paths, subtrees)
-
-    def entries_of(self, paths: Iterable[str]) -> dict[str, Entry]:
-        """The cached entries among ``paths``."""
-        found = {p: self._entries.get(p) for p in paths}
-        return {p: e for p, e in found.items() if e is not None}
 
     def _put_back(
         self,
@@ -172,10 +171,12 @@ class MetaCache:
                     self._entries.clear()
                     self._listings.clear()
                     self._names.clear()
+                    self._big.clear()
                     continue
                 self._name_touched(top)
+                self._big.pop(top, None)
                 below = top + "/"
-                for table in (self._entries, self._listings, self._names):
+                for table in (self._entries, self._listings, self._names, self._big):
                     for key in [k for k in table if k.startswith(below)]:
                         del table[key]
 

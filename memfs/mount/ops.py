@@ -15,6 +15,7 @@ with its traceback and becomes EIO.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -47,10 +48,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _KINDS = {"dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "file": stat.S_IFREG}
-
-
-def _is_dir_entry(entry: Entry | None) -> bool:
-    return entry is not None and entry.is_dir
 
 
 STATFS_TTL_S = 2.0
@@ -366,7 +363,7 @@ class MemfsOperations(NamespaceOps):
                 # Looked up by a name longer than any the store holds: say so, as a
                 # local disk does for a name past NAME_MAX.
                 raise OSError(errno.ENAMETOOLONG, "name or path too long") from None
-            self._learn_names(gen, parent_of(p))
+            self._learn_names(parent_of(p))
             raise
         except errors.PathError:
             # A name the store cannot hold does not exist (tools probe such names).
@@ -377,19 +374,16 @@ class MemfsOperations(NamespaceOps):
         self._last_known[p] = entry
         return entry
 
-    def _learn_names(self, gen: int, directory: str) -> None:
+    def _learn_names(self, directory: str) -> None:
         """After a lookup of a name ``directory`` lacks: read its names whole, so the
         next such lookup (a temporary file's, a path checked before it is made) needs
         no query, and its entries, so lookups of the names it has need none either."""
-        if self._meta.knows_names(directory) or not _is_dir_entry(self._meta.entry(directory)):
+        entry = self._meta.entry(directory)
+        if entry is None or not entry.is_dir or self._meta.knows_names(directory):
             return
-        pending = self.writes.created_in(directory)  # first, as in _listing
-        try:
-            entries = self.store.listdir(directory)
-        except errors.StoreError:
-            return  # the lookup's answer stands; only the shortcut is missed
-        self._meta.put_entries(gen, entries)
-        self._meta.put_names(gen, directory, [*pending, *(e.name for e in entries)])
+        # The lookup's answer stands whatever the listing meets; only the shortcut waits.
+        with contextlib.suppress(errors.StoreError):
+            self._listing("/" + directory)
 
     def _listing(self, path: str) -> Listing:
         p = rel(path)
