@@ -114,11 +114,11 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
         # A daemon killed a moment ago is unmounted by its fusermount3 (auto_unmount):
         # the entry read above may be gone by now, and statfs answered for the directory.
         entry = host.mount_entry(mountpoint)
-    if entry is not None and not host.is_dead(mountpoint):
-        raise MountError(
-            f"{mountpoint} is already mounted by a memfs daemon this state directory does "
-            f"not know; unmount it first with: {command('umount', mountpoint)}"
-        )
+        if entry is not None and not host.is_dead(mountpoint):
+            raise MountError(
+                f"{mountpoint} is already mounted by a memfs daemon this state directory"
+                f" does not know; unmount it first with: {command('umount', mountpoint)}"
+            )
     if entry is None and mountpoint.exists() and not mountpoint.is_dir():
         raise MountError(f"{mountpoint} is not a directory; choose a directory to mount on.")
     canonical = _check_store(store_url)

@@ -126,12 +126,11 @@ class Tx:
         # The directories whose times this transaction set, and to what (Store.touched).
         self.touched: dict[str, int] = {}
 
-    def touch(self, db: Cursor, sql: str, now: int, *dirs: str) -> None:
-        """Set ``dirs``' modification and change times to ``now`` (one statement)."""
-        params: dict[str, object] = {"now": now}
-        params.update(zip(("p",) if len(dirs) == 1 else ("a", "b"), dirs, strict=True))
-        db.run(sql, params)
-        self.touched.update(dict.fromkeys(dirs, now))
+    def touch(self, sql: str, now: int, **dirs: str) -> None:
+        """Set ``dirs``' modification and change times to ``now`` (one statement, its
+        directories given by their parameter names)."""
+        self.db.run(sql, {"now": now, **dirs})
+        self.touched.update(dict.fromkeys(dirs.values(), now))
 
     def _load(self) -> None:
         if self._begin is None:
@@ -688,7 +687,7 @@ class SqlStore(Store):
                 "target": target,
             },
         )
-        tx.touch(tx.db, self.q.touch, now, parent_of(path))
+        tx.touch(self.q.touch, now, p=parent_of(path))
         tx.grow(kind, size)
         return rev
 
@@ -835,7 +834,7 @@ class SqlStore(Store):
             if len(victims) > 1 and not recursive:
                 raise DirectoryNotEmpty(f"the directory '{rel}' is not empty", path=rel)
             self._remove(tx, rel, victims, author, now)
-            tx.touch(tx.db, self.q.touch, now, parent_of(rel))
+            tx.touch(self.q.touch, now, p=parent_of(rel))
             retention.sweep(self, tx, now)
 
     def _remove(self, tx: Tx, top: str, victims: list[Row], author: str, now: int) -> None:
@@ -861,7 +860,8 @@ class SqlStore(Store):
         an earlier transaction (a burst through the mount), or a batch's (its earlier
         mutations' records are written). A lone mutation's has only its own records."""
         act = self._act(tx, author)
-        if act.id is None or not (tx.depth > 0 or not any(a is act for a in tx.numbered)):
+        begun_before = tx.depth > 0 or not any(a is act for a in tx.numbered)
+        if act.id is None or not begun_before:
             return None
         return tx.db.ask(self.q.made_here, {"op": act.id, "p": top})
 
@@ -884,16 +884,20 @@ class SqlStore(Store):
         return made
 
     def _forget_made(
-        self, tx: Tx, paths: list[str], made: dict[str, int], revs: Pending | None = None
+        self,
+        tx: Tx,
+        paths: list[str],
+        made: dict[str, int],
+        revs: Mapping[str, list[int]] | None = None,
     ) -> None:
         """Drop what ``paths`` (files made in this operation) recorded since their
         creation: a temporary file's content lives on where it went, or nowhere. What
         stays of an earlier file at the path keeps it as a deleted file's history;
-        ``revs``: the revision numbers at ``paths[0]``, if asked before."""
+        ``revs``: the revision numbers at some of the paths, where they were asked."""
         for p in paths:
             tx.db.run(self.q.drop_revisions_from, {"p": p, "rev": made[p]})
-            if revs is not None and p == paths[0]:
-                left = sum(1 for (rev,) in revs.all() if int(rev) < made[p])
+            if revs is not None and p in revs:
+                left = sum(1 for rev in revs[p] if rev < made[p])
             else:
                 row = tx.db.one(self.q.revisions_left, {"p": p})
                 left = 0 if row is None else int(row[0])
@@ -946,7 +950,7 @@ class SqlStore(Store):
                 self.q.move_subtree,
                 {"p": src, "dst": dst, "n": len(src), "dparent": parent_of(dst), "now": now},
             )
-            tx.touch(db, self.q.touch_two, now, parent_of(src), parent_of(dst))
+            tx.touch(self.q.touch_two, now, a=parent_of(src), b=parent_of(dst))
             gone = {str(p): (int(deleted), trim) for p, deleted, trim in tombs.all()}
             # How many revisions the destination keeps is known for a file's own move.
             kept = int(there[0][2]) if there and src_kind == "file" else None
@@ -954,7 +958,8 @@ class SqlStore(Store):
             last = retention.arrive(self, tx, arrivals, gone, kept, author, now)
             # A temporary file made in this operation and renamed over its target leaves
             # no history of its own: its content is the target's revision now.
-            self._forget_made(tx, [src] if src in made else [], made, revs)
+            at_src = None if revs is None else {src: [int(rev) for (rev,) in revs.all()]}
+            self._forget_made(tx, [src] if src in made else [], made, at_src)
             # A file's rename carries its content; a directory's only its last arrival.
             size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
             prior = None
