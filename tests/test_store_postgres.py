@@ -14,6 +14,7 @@ import pytest
 
 from memfs.errors import NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
 from memfs.store import Store, list_trees, open_store, postgres, postgres_schema
+from memfs.store.engine import SqlStore
 from memfs.store.postgres_schema import SCHEMA_VERSION
 from tests.fixtures.mount import wait_for
 from tests.fixtures.postgres import DATABASE, PASSWORD, PASSWORD_USER, SUPERUSER, PgCluster
@@ -396,3 +397,31 @@ def test_maintenance_analyzes_a_tree_that_grew_fast(
                 store.write(f"d{i % 10}/f{i}.md", b"x\n", author=A)
         store.maintain()  # more than doubled: again
         wait_for(lambda: analyzed() == 2, 10, what="the entries table analyzed again")
+
+
+def test_a_tree_growing_past_its_statistics_is_planned_once_per_statement(
+    pg_cluster: PgCluster,
+) -> None:
+    # With statistics taken when the tree was empty, a custom plan of a rename's lookup
+    # took the tree's prefix of an index and filtered every row of the tree, after
+    # planning longer than it ran; generic plans do not depend on the tree's numbers.
+    db = "plans_" + os.urandom(4).hex()
+    pg_cluster.psql(f"CREATE DATABASE {db}", db="postgres")
+    with open_store(pg_cluster.url(db=db)) as store:
+        for table in ("entries", "revisions", "changes", "gone", "operations"):
+            pg_cluster.psql(f"ALTER TABLE memfs.{table} SET (autovacuum_enabled = false)", db=db)
+        pg_cluster.psql("ANALYZE", db=db)  # statistics of an empty tree
+        with store.batch():
+            for i in range(500):
+                store.write(f"d/f{i}.md", b"x\n", author=A, parents=True)
+        for i in range(30):
+            store.write(f"d/t{i}", b"y\n", author=A)
+            store.rename(f"d/t{i}", f"d/f{i}.md", author=A, overwrite=True)
+        assert isinstance(store, SqlStore) and isinstance(store.backend, postgres.PgBackend)
+        rows = store.backend.all(
+            "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)"
+            " FROM pg_prepared_statements"
+        )
+        generic, custom = (int(n) for n in rows[0])
+        assert generic > 0 and custom == 0, (generic, custom)
+        assert store.read("d/f7.md")[0] == b"y\n"
