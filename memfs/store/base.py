@@ -573,6 +573,14 @@ class Store(abc.ABC):
         place instead of reading them again."""
         return {}
 
+    def settled(self) -> Mapping[str, Entry]:
+        """The entries the calling thread's last mutation left at the paths it changed,
+        where it knows them whole (a file written or truncated, a directory made, an
+        entry's attributes set, a file's rename at its destination), committed; empty
+        when unknown (a batch, or a store that does not say). A cache of entries keeps
+        these instead of reading them again."""
+        return {}
+
     @abc.abstractmethod
     def appended(self) -> range:
         """The feed numbers the calling thread's last mutation appended (committed, or

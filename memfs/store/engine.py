@@ -125,6 +125,13 @@ class Tx:
         self.files = self.dirs = self.bytes = 0
         # The directories whose times this transaction set, and to what (Store.touched).
         self.touched: dict[str, int] = {}
+        # The entries its mutation left at the paths it changed, known whole
+        # (Store.settled); None in a batch, whose later mutations may change them again.
+        self.settled: dict[str, Entry] | None = {}
+
+    def settle(self, entry: Entry) -> None:
+        if self.settled is not None:
+            self.settled[entry.path] = entry
 
     def touch(self, sql: str, now: int, **dirs: str) -> None:
         """Set ``dirs``' modification and change times to ``now`` (one statement, its
@@ -334,8 +341,10 @@ class SqlStore(Store):
         self._writable()
         self._local.appended = range(0)
         self._local.touched = {}
+        self._local.settled = {}
         outer = self._tx_now()
         if outer is not None:
+            outer.settled = None
             depth, mark, kept = outer.depth, outer.mark(), len(outer.records)
             outer.db.run(self.q.savepoint.format(depth))
             outer.depth = depth + 1
@@ -379,6 +388,7 @@ class SqlStore(Store):
             raise
         self._local.appended = tx.appended()
         self._local.touched = tx.touched
+        self._local.settled = tx.settled or {}
 
     def _write_operations(self, tx: Tx) -> None:
         """The operation rows of what this transaction recorded (invariant 12)."""
@@ -431,6 +441,10 @@ class SqlStore(Store):
 
     def touched(self) -> Mapping[str, int]:
         found: dict[str, int] = getattr(self._local, "touched", {})
+        return found
+
+    def settled(self) -> Mapping[str, Entry]:
+        found: dict[str, Entry] = getattr(self._local, "settled", {})
         return found
 
     def _now(self) -> int:
@@ -694,7 +708,9 @@ class SqlStore(Store):
     def _insert_dir(self, tx: Tx, path: str, author: str, now: int, mode: int) -> Entry:
         rev = self._insert(tx, path, "dir", 0, mode & 0o7777, now, None)
         self.record(tx, "mkdir", path, author, now, rev=rev, mode=mode & 0o7777)
-        return Entry(path, "dir", 0, mode & 0o7777, now, now, rev)
+        made = Entry(path, "dir", 0, mode & 0o7777, now, now, rev)
+        tx.settle(made)
+        return made
 
     def write(
         self,
@@ -757,6 +773,7 @@ class SqlStore(Store):
                 mode=new_mode, prior=prior,
             )  # fmt: skip
             retention.sweep(self, tx, now)
+            tx.settle(made)
             return made
 
     def _add_content(
@@ -962,6 +979,11 @@ class SqlStore(Store):
             self._forget_made(tx, [src] if src in made else [], made, at_src)
             # A file's rename carries its content; a directory's only its last arrival.
             size, sha = (last[1], last[2]) if src_kind == "file" else (None, None)
+            if src_kind == "file" and last[0] is not None:
+                mtime, uid, gid = int(top[6]), top[7], top[8]
+                tx.settle(Entry(dst, "file", int(top[2]), int(top[4]), mtime, now, last[0],
+                                None if uid is None else int(uid),
+                                None if gid is None else int(gid)))  # fmt: skip
             prior = None
             if dst_row is not None:
                 prior = prior_of(dst_row[1], dst_row[6], dst_row[3], dst_row[4], dst_row[5])
@@ -1017,18 +1039,20 @@ class SqlStore(Store):
             self.record(
                 tx, "attr", rel, author, now, mode=old.mode if bits is None else bits, prior=prior
             )
-        return Entry(
-            old.path,
-            old.kind,
-            old.size,
-            old.mode if bits is None else bits,
-            old.mtime_ns if mtime_ns is None else mtime_ns,
-            now,
-            old.rev,
-            old.uid if uid is None else uid,
-            old.gid if gid is None else gid,
-            old.target,
-        )
+            made = Entry(
+                old.path,
+                old.kind,
+                old.size,
+                old.mode if bits is None else bits,
+                old.mtime_ns if mtime_ns is None else mtime_ns,
+                now,
+                old.rev,
+                old.uid if uid is None else uid,
+                old.gid if gid is None else gid,
+                old.target,
+            )
+            tx.settle(made)
+        return made
 
     def truncate(self, path: str, size: int, *, author: str) -> Entry:
         rel = rules.target(path)
@@ -1058,7 +1082,9 @@ class SqlStore(Store):
                 prior=prior,
             )  # fmt: skip
             retention.sweep(self, tx, now)
-            return Entry(rel, "file", size, old.mode, now, now, rev, old.uid, old.gid)
+            made = Entry(rel, "file", size, old.mode, now, now, rev, old.uid, old.gid)
+            tx.settle(made)
+            return made
 
     # --- housekeeping (memfs.store.keeping) --------------------------------------------
     def usage(self) -> Usage:

@@ -118,7 +118,8 @@ class Statements:
         self.delete_entry = r(f"DELETE FROM entries WHERE {t()} path = :p")
         # A rename's source: every entry it moves, a file's with its current content.
         self.moving = r(
-            "SELECT e.path, e.kind, r.size, r.sha256, e.mode, e.target FROM entries e"
+            "SELECT e.path, e.kind, r.size, r.sha256, e.mode, e.target, e.mtime_ns, e.uid,"
+            " e.gid FROM entries e"
             " LEFT JOIN revisions r"
             f" ON {t('r')} r.path = e.path AND r.rev = e.rev AND e.kind = 'file'"
             f" WHERE {t('e')} {subtree('e.path')}"

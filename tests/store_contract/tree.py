@@ -423,3 +423,42 @@ class TreeContract:
         # One level less fits.
         store.rename("x/y", deep + "/y", author=A)
         assert store.read(deep + "/y/f")[0] == b"hello"
+
+    # --- what a mutation says it left ---------------------------------------------------
+    def test_settled_entries_are_what_a_stat_reads_after(self, store: Store) -> None:
+        # A mount caches these instead of reading them again: each must be exactly
+        # the entry the store holds once the mutation has committed.
+        def check(expected: set[str]) -> None:
+            settled = dict(store.settled())
+            assert set(settled) == expected
+            for path, entry in settled.items():
+                assert entry == store.stat(path), path
+
+        store.write("d/a.md", b"one\n", author=A, parents=True)
+        check({"d", "d/a.md"})  # the parent made on the way is new, and known whole
+        store.write("d/a.md", b"two\n", author=A, mode=0o600)
+        check({"d/a.md"})
+        store.mkdir("e", author=A, mode=0o750)
+        check({"e"})
+        store.set_attrs("d/a.md", author=A, mode=0o640, uid=4242, gid=4343)
+        check({"d/a.md"})
+        store.set_attrs("e", author=A, mtime_ns=1_000_000_000)
+        check({"e"})
+        store.write("d/.tmp", b"three\n", author=A)
+        store.rename("d/.tmp", "d/a.md", author=A, overwrite=True)  # a save
+        check({"d/a.md"})
+        store.rename("d/a.md", "e/b.md", author=A)
+        check({"e/b.md"})
+        store.truncate("e/b.md", 2, author=A)
+        check({"e/b.md"})
+        store.rename("e", "f", author=A)  # a directory's move: its entries are many
+        check(set())
+        store.delete("f/b.md", author=A)
+        check(set())
+        with pytest.raises(NotFound):
+            store.write("nowhere/x", b"", author=A)
+        check(set())  # refused: nothing left
+        with store.batch():
+            store.write("g.md", b"g", author=A)
+            store.rename("g.md", "h.md", author=A)
+        check(set())  # a batch's mutations may change what an earlier one left
