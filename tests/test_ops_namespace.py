@@ -187,6 +187,47 @@ def test_a_directory_keeps_its_cached_entry_with_the_times_its_changes_gave_it(
     assert attrs["st_mtime"] > before
 
 
+def test_a_save_renamed_into_place_is_read_back_without_the_store(
+    kernel: MakeKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model's edit through the mount: it holds the file open (its lock) while it saves
+    # a temporary file and renames it over; then it views the result.
+    k = kernel()  # the follower runs: another writer's change must not be served stale
+    other = k.other()
+    asked: list[str] = []
+    for name in ("stat", "read", "listdir"):
+        real = getattr(k.store, name)
+
+        def counted(path: str, _real: Callable[[str], object] = real, _name: str = name) -> object:
+            asked.append(f"{_name} {path}")
+            return _real(path)
+
+        monkeypatch.setattr(k.store, name, counted)
+    k.ops.mkdir("/d", 0o755)
+    k.ops.chmod("/d", 0o700)  # the handler's own mode, whatever the umask
+    for i, text in enumerate((b"first\n", b"second\n", b"third\n")):
+        tmp = f"/d/.tmp-{i}"  # the handler's temporary names are new each time
+        refused(errno.ENOENT, functools.partial(k.ops.getattr, tmp))
+        fh = k.ops.create(tmp, FILE | 0o600, CREATE)
+        k.ops.write(tmp, text, 0, fh, os.O_WRONLY)
+        k.ops.fsync(tmp, 0, fh)
+        k.ops.rename(tmp, "/d/notes.md", 0)
+        attrs = k.ops.getattr("/d/notes.md")
+        assert k.ops.read("/d/notes.md", 4096, 0, 0) == text
+        stored = other.stat("d/notes.md")
+        assert (attrs["st_size"], attrs["st_mtime"], attrs["st_ctime"]) == (
+            stored.size,
+            stored.mtime_ns,
+            stored.ctime_ns,
+        )
+    assert asked == [], asked
+    # Another writer's change: its content, never the one kept from the save.
+    other.write("d/notes.md", b"theirs\n", author="someone")
+    assert k.ops.show_upto(other.last_seq(), 5)
+    assert k.ops.read("/d/notes.md", 4096, 0, 0) == b"theirs\n"
+    assert asked == ["read d/notes.md"], asked
+
+
 def test_open_is_left_to_the_kernel_and_directories_are_not_files(k: Kernel) -> None:
     other = k.other()
     other.mkdir("dir", author="someone")

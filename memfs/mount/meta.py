@@ -77,6 +77,11 @@ class MetaCache:
         (then it is not read whole again for each name it lacks)."""
         return directory in self._names or directory in self._big
 
+    def names_of(self, directories: Iterable[str]) -> dict[str, set[str]]:
+        """A copy of the names known whole of each of ``directories`` that has them."""
+        with self._lock:
+            return {d: set(self._names[d]) for d in directories if d in self._names}
+
     def put_names(self, gen: int, directory: str, names: Iterable[str]) -> None:
         """Every name in ``directory``, read while the generation was ``gen``."""
         known = set(names)
@@ -114,36 +119,49 @@ class MetaCache:
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
         touched: Callable[[], Mapping[str, int]] = dict,
+        settled: Callable[[], Mapping[str, Entry]] = dict,
+        names: Mapping[str, set[str]] | None = None,
     ) -> Iterator[None]:
         """Bracket a change of ``paths`` (and of everything below ``subtrees``).
 
         The directories holding ``paths`` keep their cached entries (the kernel asks
         for them again after every create): unchanged, or with the times the store
-        gave them, which ``touched`` says once the change is made (Store.touched).
+        gave them, which ``touched`` says once the change is made (Store.touched). The
+        entries the change left, where the store knows them whole (``settled``:
+        Store.settled), are cached as they are: the kernel looks a saved file up next.
+        ``names``: directories whose names are known once the change is made (one it
+        made has none, so the first file made in it needs no query to say it is not
+        there yet; an attribute change leaves them as they were: names_of).
         """
         paths, subtrees = list(paths), list(subtrees)
         cached = {parent_of(p): self._entries.get(parent_of(p)) for p in paths if p}
         parents = {d: e for d, e in cached.items() if e is not None}
         self.bump()
         start = self.gen
-        made = False
+        done = False
         try:
             yield
-            made = True
+            done = True
         finally:
             self.forget(paths, subtrees)
             self.bump()
-            if made and parents:
-                self._put_back(start + 1, parents, touched(), paths, subtrees)
+            if done:
+                self._put_back(
+                    start + 1, parents, touched(), settled(), paths, subtrees, names or {}
+                )
 
     def _put_back(
         self,
         gen: int,
         parents: dict[str, Entry],
         touched: Mapping[str, int],
+        settled: Mapping[str, Entry],
         paths: list[str],
         subtrees: list[str],
+        names: Mapping[str, set[str]],
     ) -> None:
+        if not parents and not settled and not names:
+            return
         with self._lock:
             if self.gen != gen:
                 return  # another change came between: what it did is not known here
@@ -154,6 +172,12 @@ class MetaCache:
                 if now is not None:
                     entry = dataclasses.replace(entry, mtime_ns=now, ctime_ns=now)
                 self._entries[path] = entry
+            if len(self._entries) > MAX_ENTRIES:
+                self._entries.clear()
+            self._entries.update(settled)
+            if len(self._names) > MAX_LISTINGS:
+                self._names.clear()
+            self._names.update(names)
 
     def bump(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import op, rel
 from memfs.mount.readcache import ReadCache
 from memfs.mount.writes import Buffer, PendingWrites, check_new_name
-from memfs.store.base import Store
+from memfs.store.base import Entry, Store
 
 T = TypeVar("T")
 
@@ -51,9 +51,13 @@ class NamespaceOps:
             fn: Callable[[], T],
             paths: Iterable[str],
             subtrees: Iterable[str] = (),
+            made_dirs: Iterable[str] = (),
+            same_names: Iterable[str] = (),
         ) -> T: ...
 
         def _is_dir(self, p: str) -> bool: ...
+
+        def _stat(self, p: str) -> Entry: ...
 
         def _was_dir(self, p: str) -> bool: ...
 
@@ -72,7 +76,11 @@ class NamespaceOps:
         check_new_name(p)
         who = self._author()
         author = who.actor
-        self._mutate(who, lambda: self.store.mkdir(p, author=author, mode=mode & 0o7777), (p,))
+
+        def make() -> Entry:
+            return self.store.mkdir(p, author=author, mode=mode & 0o7777)
+
+        self._mutate(who, make, (p,), made_dirs=(p,))
         self._own_entry(p, who)
         return 0
 
@@ -119,8 +127,7 @@ class NamespaceOps:
                 with self._meta.changing((p,)):
                     self.writes.drop(p)
                 return 0
-            entry = self.store.stat(p)
-            if entry.is_dir:
+            if self._stat(p).is_dir:
                 raise OSError(errno.EISDIR, "is a directory")
             self._mutate(who, lambda: self.store.delete(p, author=author), (p,))
             # Only once the store has let it go: a refused unlink keeps the writes.
@@ -143,12 +150,15 @@ class NamespaceOps:
                 gid=buf.gid,
             )
         else:
-            entry = self.store.stat(p)
+            # A handler's edit holds its file open while it renames the new content over
+            # it, having just read it here: both are cached, and no store query is made.
+            entry = self._stat(p)
             if not entry.is_file:
                 for fh in fhs:
                     self._handles.release(fh)  # what they named is gone already
                 return
-            data, entry = self.store.read(p)
+            cached = self._cache.get(p, entry.rev)
+            data, entry = (cached, entry) if cached is not None else self.store.read(p)
             orphan = Orphan(
                 path=p,
                 data=bytearray(data),
@@ -188,7 +198,6 @@ class NamespaceOps:
             if flags & RENAME_NOREPLACE and self.writes.get(dst) is not None:
                 raise OSError(errno.EEXIST, "destination exists")
             self._commit_under(dst)
-            self._cache.forget_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
             # A moved directory takes its cached descendants' paths with it.
             # Every directory the kernel can name was looked up here (known_dirs), and a
@@ -199,12 +208,18 @@ class NamespaceOps:
                 # Descriptors open on the file being replaced keep reading its data.
                 self._keep_open_data(dst, None)
             subtrees = (src, dst) if is_dir else ()
+            known = None if is_dir else self._meta.entry(src)
+            content = None if known is None else self._cache.get(src, known.rev)
             self._mutate(
                 who,
                 lambda: self.store.rename(src, dst, author=author, overwrite=overwrite),
                 (src, dst),
                 subtrees,
             )
+            landed = self.store.settled().get(dst)
+            if content is not None and landed is not None:
+                # The content a save just wrote, renamed into place (see readcache).
+                self._cache.put(dst, landed.rev, content)
             self._handles.moved(src, dst, subtree=is_dir)
             with self._dirs_lock:
                 moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
@@ -229,7 +244,11 @@ class NamespaceOps:
                 # Buffered content first: a file created here must exist in the store,
                 # and a later commit must not move the mtime set here.
                 self._commit(p)
-            self._mutate(who, lambda: self.store.set_attrs(p, author=author, **attrs), (p,))
+
+            def change() -> Entry:
+                return self.store.set_attrs(p, author=author, **attrs)
+
+            self._mutate(who, change, (p,), same_names=(p,))
 
     @op
     def chmod(self, path: str, mode: int) -> int:
@@ -237,7 +256,7 @@ class NamespaceOps:
         # Created here and not committed yet (the temp-file-then-rename pattern chmods
         # right after O_EXCL): the mode goes into the one commit to come, instead of an
         # empty revision plus an attribute change now.
-        with self._mutex, self._meta.changing((p,)):
+        with self._mutex, self._meta.changing((p,), names=self._meta.names_of((p,))):
             if self.writes.chmod(p, mode & 0o7777):
                 return 0
         # The content does not depend on the mode: a pending write need not commit now.

@@ -109,6 +109,7 @@ class MemfsOperations(NamespaceOps):
             max_pending_bytes=self.options.max_pending_bytes,
             on_health=on_health,
             on_stale=self._stale,
+            on_saved=self._saved,
         )
         # One lock for the tree and its pending writes: a namespace operation and the
         # commits it needs happen as one step.
@@ -205,10 +206,19 @@ class MemfsOperations(NamespaceOps):
         fn: Callable[[], T],
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
+        made_dirs: Iterable[str] = (),
+        same_names: Iterable[str] = (),
     ) -> T:
         paths, subtrees = list(paths), list(subtrees)
+        names = {d: set[str]() for d in made_dirs} | self._meta.names_of(same_names)
         self._forget_known(paths, subtrees)
-        with self._meta.changing(paths, subtrees, touched=self.store.touched):
+        with self._meta.changing(
+            paths,
+            subtrees,
+            touched=self.store.touched,
+            settled=self.store.settled,
+            names=names,
+        ):
             return self._own.run(author, fn)
 
     def _store_lost(self, problem: str) -> None:
@@ -247,13 +257,15 @@ class MemfsOperations(NamespaceOps):
         fn: Callable[[], T],
         paths: Iterable[str],
         subtrees: Iterable[str] = (),
+        made_dirs: Iterable[str] = (),
+        same_names: Iterable[str] = (),
     ) -> T:
         """Run one namespace change of the store, in its writer's operation."""
         with self._mutex:
             self.writes.check_usable()
             try:
                 with self.store.acting(self._bursts.act(who)):
-                    return self._tracked(who.actor, fn, paths, subtrees)
+                    return self._tracked(who.actor, fn, paths, subtrees, made_dirs, same_names)
             finally:
                 self.writes.forget_usage()  # a namespace change: count the tree afresh
 
@@ -434,12 +446,15 @@ class MemfsOperations(NamespaceOps):
         buf = self.writes.get(p)
         if buf is not None:
             return bytes(buf.data[offset : offset + size])
-        data = self._cache.get(p)
+        # The entry is cached (the kernel looked the file up to read it), and with it
+        # the revision whose content may be kept from a read or a save through here.
+        known = self._meta.entry(p)
+        data = None if known is None else self._cache.get(p, known.rev)
         if data is None:
-            data, _ = self.store.read(p)
-            if len(data) > offset + size:
-                # More reads of this file follow: keep it for them.
-                self._cache.put(p, data)
+            data, entry = self.store.read(p)
+            # Kept for the reads that follow (a large file's next requests, a handler's
+            # edit that renames over the file it just read; see _keep_open_data).
+            self._cache.put(p, entry.rev, data)
         return data[offset : offset + size]
 
     @op
@@ -539,8 +554,10 @@ class MemfsOperations(NamespaceOps):
 
     def _commit(self, p: str) -> None:
         self.writes.commit(p)
-        self._cache.forget(p)
 
     def _commit_under(self, p: str) -> None:
         self.writes.commit_under(p)
-        self._cache.forget_under(p)
+
+    def _saved(self, path: str, entry: Entry, data: bytes) -> None:
+        """A commit stored ``data`` as it was written: later reads need not fetch it."""
+        self._cache.put(path, entry.rev, data)

@@ -357,6 +357,7 @@ class PendingWrites:
         on_health: Callable[[Health], None] | None = None,
         on_stale: Callable[[str], None] | None = None,
         act_for: Callable[[Writer], Act] | None = None,
+        on_saved: Callable[[str, Entry, bytes], None] | None = None,
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
@@ -372,6 +373,8 @@ class PendingWrites:
         # append moved to the true end, a rebase, a conflict copy): it invalidates them
         # from a thread that is not a FUSE callback.
         self._on_stale = on_stale or (lambda path: None)
+        # Told each commit that stored the buffer's bytes as they were (no rebase).
+        self._on_saved = on_saved or (lambda path, entry, data: None)
         # The operation a writer's change belongs to (memfs.mount.bursts).
         self._act_for = act_for or (lambda who: Act(who.actor, detail=f"pid {who.pid}"))
         self._conflicts: list[str] = []
@@ -731,6 +734,8 @@ class PendingWrites:
             raise
         entry = landing.entry
         self._landed(buf, landing)
+        if landing.outcome == "written":
+            self._on_saved(buf.path, entry, data)
         self._counted(buf, len(data))  # the store counts this file now; the buffer goes
         if buf.failed is not None:
             log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
