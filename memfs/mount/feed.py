@@ -156,6 +156,12 @@ PUSH_WAIT = 0.25
 # say whether those were theirs (then it reads nothing): at most this much later, the
 # feed is read as before.
 OWN_WAIT = 0.1
+# How long the follower rests after a wake-up that was this mount's own commits alone,
+# before it listens again. A mount saving quickly (a model's edits, a copy) is told of
+# every commit it makes; resting gathers them into one look instead of a wake-up each
+# (which cost the saves 5-7% of their time). Another writer's change, told meanwhile,
+# is read when the rest ends: at most this much later.
+OWN_REST = 0.02
 
 
 class ChangeFollower(threading.Thread):
@@ -188,6 +194,7 @@ class ChangeFollower(threading.Thread):
         # look_at_storage() asks for a look now and waits for the count to pass its own.
         self._look_asked = 0
         self._looks_done = 0
+        self._rest = False  # the last look found only this mount's own commits
 
     def stop(self) -> None:
         self._halt.set()
@@ -236,6 +243,7 @@ class ChangeFollower(threading.Thread):
             with self._caught:
                 self.cursor = told
                 self._caught.notify_all()
+            self._rest = True
             return 0
         changes = self.store.changes(since=self.cursor)
         self.polls += 1
@@ -256,6 +264,9 @@ class ChangeFollower(threading.Thread):
 
     def _wait(self) -> bool:
         """Wait for the next look at the feed (or a nudge); False once stopped."""
+        if self._rest:
+            self._rest = False
+            self._nudge.wait(OWN_REST)  # a nudge (catch_up, look_at_storage) ends it
         if self.store.pushes_changes and not self._nudge.is_set():
             self.store.wait_for_changes(self.cursor, PUSH_WAIT)
         else:

@@ -256,7 +256,7 @@ class PgBackend(PgConnections):
         return self.listener.wait(since, timeout, last_seq)
 
     def pushed_upto(self) -> int:
-        return self.listener.heard
+        return self.listener.drain()
 
     def defer_maintenance(self) -> None:
         return None  # nothing to move off the write path: the server does its own

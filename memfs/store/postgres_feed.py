@@ -76,6 +76,21 @@ class Listener:
         """The newest feed number this connection has been told of."""
         return self._heard
 
+    def drain(self) -> int:
+        """The newest feed number told by now, taking what arrived since the last wait
+        without waiting for more (a follower that rested between waits)."""
+        with self._lock:
+            db = self._db
+            if db is None or db.closed or not self._looked:
+                return self._heard
+            try:
+                for note in db.notifies(timeout=0):
+                    self._heard = max(self._heard, int(note.payload or 0))
+            except psycopg.Error as e:
+                self._drop()
+                raise self._translate(e) from e
+            return self._heard
+
     def _listen(self) -> psycopg.Connection:
         if self._db is not None and not self._db.closed:
             return self._db
