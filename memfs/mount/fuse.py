@@ -374,7 +374,7 @@ def serve(
                 control_path,
                 ops.settle_paths,
                 ops.show_upto,
-                lambda hashes, check: ops.writes.purge(hashes, check=check).fields(),
+                lambda hashes, check: ops.purge(hashes, check=check).fields(),
             )
         except OSError as exc:
             log.warning("memfs: no control socket (%s); other doors see changes a poll later", exc)

@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +37,7 @@ from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
 from memfs.mount.readcache import ReadCache
-from memfs.mount.writes import Health, PendingWrites, fits_gate
+from memfs.mount.writes import Health, PendingWrites, Purged, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 
@@ -185,6 +185,13 @@ class MemfsOperations(NamespaceOps):
                 self._commit_under(p)
             except Exception as exc:
                 log.warning("memfs: could not commit %s for another door: %s", p or "/", exc)
+
+    def purge(self, hashes: Collection[str], *, check: bool = False) -> Purged:
+        """What ``memfs redact`` asks (PendingWrites.purge); the content this mount
+        keeps in memory of the redacted revisions goes too."""
+        if not check:
+            self._cache.clear()
+        return self.writes.purge(hashes, check=check)
 
     def show_upto(self, seq: int, timeout: float) -> bool:
         """Follow the feed up to ``seq`` and invalidate what it changed, within ``timeout``."""
