@@ -425,3 +425,37 @@ def test_a_tree_growing_past_its_statistics_is_planned_once_per_statement(
         generic, custom = (int(n) for n in rows[0])
         assert generic > 0 and custom == 0, (generic, custom)
         assert store.read("d/f7.md")[0] == b"y\n"
+
+
+def test_a_mutation_that_fails_after_sending_its_writes_leaves_nothing(
+    pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lone mutation is the pipeline's implicit transaction, which the Sync at its end
+    # would commit: a failure once its writes are sent must roll them back first.
+    from memfs.store import retention
+
+    with open_store(pg_cluster.url()) as store:
+        store.write("d/a.md", b"one\n", author=A, parents=True)
+        before = (tree(store), store.last_seq(), store.read("d/a.md")[0])
+        sweep = retention.sweep
+
+        def failing(*args: Any) -> None:
+            raise RuntimeError("failed after its writes were sent")
+
+        monkeypatch.setattr(retention, "sweep", failing)
+        for mutation in (
+            lambda: store.write("d/a.md", b"two\n", author=A),
+            lambda: store.write("d/b.md", b"new\n", author=A),
+            lambda: store.rename("d/a.md", "d/c.md", author=A),
+        ):
+            with pytest.raises(RuntimeError):
+                mutation()
+            assert (tree(store), store.last_seq(), store.read("d/a.md")[0]) == before
+        monkeypatch.setattr(retention, "sweep", sweep)
+        # A batch's savepoints make its block explicit; a failure inside undoes it all.
+        with pytest.raises(RuntimeError), store.batch():
+            store.write("d/e.md", b"e\n", author=A)
+            raise RuntimeError("the batch fails")
+        assert (tree(store), store.last_seq()) == before[:2]
+        store.write("d/a.md", b"three\n", author=A)  # the connection is sound after
+        assert store.read("d/a.md")[0] == b"three\n"

@@ -8,8 +8,9 @@ go); a thread inside a batch keeps its connection and transaction until the batc
 A write transaction runs in pipeline mode: statements whose results the engine reads
 later (:meth:`PgCursor.ask`) and those it never reads (:meth:`PgCursor.run`) are sent
 without waiting, so a mutation costs one round trip for what its checks read (with the
-``BEGIN`` and the tree's row lock) and one for its writes and ``COMMIT``, however many
-statements it makes. Every write transaction first locks its tree's row in
+tree's row lock) and one for its writes and the commit, however many statements it
+makes. The pipeline's implicit transaction is the mutation's (see
+:meth:`PgConnections.writing`). Every write transaction first locks its tree's row in
 ``memfs.trees`` (see :mod:`memfs.store.postgres_schema`) and sends ``NOTIFY`` before it
 commits, so followers wake when the change is visible.
 
@@ -74,7 +75,7 @@ class PgCursor:
     """:class:`memfs.store.sql.Cursor` on one connection; every statement is given the
     store's tree as ``:tree``."""
 
-    __slots__ = ("_fail", "_pipe", "_tree", "db")
+    __slots__ = ("_fail", "_pipe", "_tree", "db", "explicit")
 
     def __init__(
         self, db: psycopg.Connection, tree: int, fail: Fail, pipe: psycopg.Pipeline | None
@@ -83,6 +84,8 @@ class PgCursor:
         self._tree = tree
         self._fail = fail
         self._pipe = pipe
+        # In a write transaction: whether a BEGIN made its block explicit (see writing).
+        self.explicit = False
 
     def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
         cur = self.db.cursor()
@@ -99,6 +102,11 @@ class PgCursor:
         return self.ask(sql, params).all()
 
     def run(self, sql: str, params: Params = _NO_PARAMS) -> None:
+        if self._pipe is not None and not self.explicit and sql.startswith("SAVEPOINT"):
+            # A batch nests its mutations: savepoints need a transaction block of their
+            # own, which a BEGIN makes of the implicit one (keeping what it did).
+            self.explicit = True
+            self.run("BEGIN")
         try:
             self.db.execute(sql, {"tree": self._tree, **params})
         except psycopg.Error as e:
@@ -291,15 +299,31 @@ class PgConnections:
 
     @contextmanager
     def writing(self) -> Iterator[PgCursor]:
-        # BEGIN and COMMIT go in the pipeline like every statement (psycopg's
-        # transaction() would wait for each of them in a round trip of its own).
+        # A pipeline's statements up to its Sync (sent when it ends; reads in between
+        # ask the server to flush, not to sync) are one implicit transaction: the
+        # server commits it at the Sync, or rolls it back whole if one of them failed.
+        # So a lone mutation sends no BEGIN nor COMMIT (the first statement of a
+        # pipeline cost 30-70 us to send); a batch's first savepoint begins a block.
         with self._connection() as db:
             try:
                 with db.pipeline() as pipe:
                     cursor = PgCursor(db, self.tree, lambda e: self.translate(e, db), pipe)
-                    cursor.run("BEGIN")
-                    yield cursor
-                    cursor.run("COMMIT")
+                    try:
+                        yield cursor
+                    except BaseException:
+                        # Before the Sync would commit what was sent: a block made
+                        # explicit and rolled back (a bare ROLLBACK would do it too, with
+                        # a warning in the server's log each time).
+                        # (A statement that failed aborted the pipeline: the Sync rolls
+                        # all of it back by itself.)
+                        if pipe.status != psycopg.pq.PipelineStatus.ABORTED:
+                            with contextlib.suppress(psycopg.Error, StoreError):
+                                if not cursor.explicit:
+                                    cursor.run("BEGIN")
+                                cursor.run("ROLLBACK")
+                        raise
+                    if cursor.explicit:
+                        cursor.run("COMMIT")
             except psycopg.Error as e:  # met at the commit, when the pipeline is read
                 _roll_back(db)
                 raise self.translate(e, db) from e
