@@ -144,7 +144,10 @@ def mcp(
     except KeyboardInterrupt:
         pass  # a second Ctrl-C during shutdown: what is left is closed below
     finally:
-        memory.close()
+        # A command stuck in the file system still uses the store: closing a connection
+        # under it crashed the process (SIGSEGV in sqlite3). The exit closes it instead.
+        if not server.stranded:
+            memory.close()
 
 
 COMMANDS: list[click.Command] = [mcp]

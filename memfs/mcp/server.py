@@ -99,6 +99,8 @@ class MemoryServer:
         self.tree = tree
         self.files = DirTree(tree.root)  # the handler's symlink-proof reads, for resources
         self.workers = Workers()
+        # Authors whose commands still ran when serving stopped (on daemon threads).
+        self.stranded: list[str] = []
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         # Handshake-era connections: their subscribed URIs; every one seen, for
@@ -320,6 +322,7 @@ class MemoryServer:
             watch.stop()
             self._loop = None
             left = await asyncio.to_thread(self.workers.close)
+            self.stranded = left
             if left:
                 log.warning(
                     "stopping with commands of %s still running (given %.1f s to finish)",
