@@ -55,7 +55,8 @@ def main() -> int:
         base = Path(tmp)
         os.environ["MEMFS_STATE_DIR"] = str(base / "state")
         sys.path.insert(0, str(ROOT))
-        from memfs.mount import daemon, host, state
+        from memfs import host
+        from memfs.mount import daemon, state
         from memfs.mount.ops import MountOptions
 
         url = f"sqlite://{base / 'store.db'}"

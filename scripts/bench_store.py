@@ -282,8 +282,8 @@ def through_mounts(server: str, reps: int) -> None:
     from bench_handler import build_workload
     from bench_mount import mounted
 
+    from memfs import host
     from memfs.handler import MemoryHandler
-    from memfs.mount import host
 
     problem = host.fuse_problem()
     if problem:

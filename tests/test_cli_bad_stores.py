@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from memfs import host
 from memfs.cli import main
 from memfs.errors import CorruptStore
-from memfs.mount import host, state
+from memfs.mount import state
 from memfs.store import open_store
 from tests.fixtures.bad_stores import damage
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memfs.mount import daemon, host, state
+from memfs import host
+from memfs.mount import daemon, state
 from tests.fixtures.mount import sqlite_url
 
 pytestmark = pytest.mark.fuse

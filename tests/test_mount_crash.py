@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memfs.mount import host
+from memfs import host
 from memfs.mount.ops import MountOptions
 from tests.fixtures.mount import MountHandle, wait_for
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memfs import host
 from memfs.errors import MountError
-from memfs.mount import daemon, host, spawn, state
+from memfs.mount import daemon, spawn, state
 from memfs.program import command
 from tests.fixtures.mount import MountHandle, daemon_gone, require_fuse, sqlite_url, wait_for
 

@@ -49,7 +49,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memfs.mount import host
+from memfs import host
 from tests.fixtures import fsx
 from tests.fixtures.fsx import FsxEnv, Outcome
 from tests.fixtures.mount import require_fuse, wait_for

@@ -16,8 +16,9 @@ from typing import TypeAlias
 import pytest
 from click.testing import CliRunner, Result
 
+from memfs import host
 from memfs.cli import main
-from memfs.mount import daemon, host, state
+from memfs.mount import daemon, state
 from memfs.mount.ops import MountOptions
 from memfs.program import command
 from memfs.store import open_store

@@ -23,7 +23,7 @@ MODULES = [
 RUN = """
 import sys
 sys.modules["mfusepy"] = None  # "import mfusepy" now raises ImportError, as without libfuse
-from memfs.mount import host
+from memfs import host
 host.fuse_problem = lambda *_: "no FUSE on this machine"  # what the suite's check then says
 import pytest
 sys.exit(pytest.main(sys.argv[1:]))

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
+from memfs import host
 from memfs.cli import stores
 from memfs.cli.common import store_option
 from memfs.errors import MemfsError
-from memfs.mount import daemon, host, state
+from memfs.mount import daemon, state
 from memfs.mount.options import MountOptions
 from memfs.mount.state import MountRecord
 from memfs.program import command

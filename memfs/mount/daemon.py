@@ -8,7 +8,7 @@ ready through a pipe; its record in :mod:`memfs.mount.state` is written by the s
 process itself, so the record exists exactly while a daemon serves.
 
 Only :mod:`memfs.mount.fuse` touches libfuse; this module talks to the kernel through
-:mod:`memfs.mount.host` (mountinfo, statfs, ``fusermount3``).
+:mod:`memfs.host` (mountinfo, statfs, ``fusermount3``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memfs import procs
+from memfs import host, procs
 from memfs.errors import MemfsError, MountError
-from memfs.mount import host, spawn, state
+from memfs.mount import spawn, state
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
 from memfs.mount.writes import Health

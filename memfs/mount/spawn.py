@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memfs import host
 from memfs.errors import MountError
-from memfs.mount import host, state
+from memfs.mount import state
 from memfs.mount.state import MountRecord
 from memfs.private import open_private_log
 
