@@ -361,13 +361,17 @@ class Store(abc.ABC):
         expected_rev: int | None = None,
         mode: int | None = None,
         parents: bool = False,
+        replace: bool = False,
     ) -> Entry:
         """Replace (or create) file ``path`` with ``data`` as one new revision.
 
         ``expected_rev``: None writes unconditionally; 0 requires that no entry exists;
         n requires that the file's current revision is n. Otherwise Conflict (or
         AlreadyExists for 0). ``mode`` applies when the file is created. IsADirectory if
-        ``path`` is a directory; TooLarge over the store's size cap.
+        ``path`` is a directory; TooLarge over the store's size cap. ``replace``: the
+        content takes the file's place as a new file renamed over it would, so the
+        directory's times move as they do when a file is made (a save through a
+        temporary file that never reached the store: memfs.mount.namespace).
         """
 
     @abc.abstractmethod

@@ -721,6 +721,7 @@ class SqlStore(Store):
         expected_rev: int | None = None,
         mode: int | None = None,
         parents: bool = False,
+        replace: bool = False,
     ) -> Entry:
         rel = rules.target(path)
         data = bytes(data)
@@ -763,6 +764,8 @@ class SqlStore(Store):
                     self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel}
                 )
                 tx.bytes += len(data) - int(old_size)
+                if replace:
+                    tx.touch(self.q.touch, now, p=parent_of(rel))
                 made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
                 change = "modify"
                 new_mode = int(old_mode)

@@ -425,6 +425,22 @@ class TreeContract:
         assert store.read(deep + "/y/f")[0] == b"hello"
 
     # --- what a mutation says it left ---------------------------------------------------
+    def test_a_write_that_replaces_the_file_moves_its_directorys_times(self, store: Store) -> None:
+        # A save whose temporary file never reached the store is written as one write
+        # that stands for the rename (memfs.mount.namespace): the directory's times move
+        # as the rename's would, a plain write leaves them.
+        store.write("d/a.md", b"one\n", author=A, parents=True)
+        made = store.stat("d")
+        store.write("d/a.md", b"two\n", author=A)
+        assert store.stat("d") == made
+        store.write("d/a.md", b"three\n", author=A, replace=True)
+        moved = store.stat("d")
+        assert moved.mtime_ns > made.mtime_ns
+        assert moved.ctime_ns == moved.mtime_ns
+        assert dict(store.touched()) == {"d": moved.mtime_ns}
+        assert store.read("d/a.md")[0] == b"three\n"
+        assert [c.kind for c in store.changes(0)][-1] == "modify"
+
     def test_settled_entries_are_what_a_stat_reads_after(self, store: Store) -> None:
         # A mount caches these instead of reading them again: each must be exactly
         # the entry the store holds once the mutation has committed.
