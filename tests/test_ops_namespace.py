@@ -7,6 +7,7 @@ the store as it was.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -400,6 +401,58 @@ def test_an_editors_save_is_a_temp_file_renamed_over_the_file(k: Kernel) -> None
         b"old\n",
     ]
     assert tree(other) == {"notes.md": "file"}
+
+
+def save(k: Kernel, tmp: str, dst: str, data: bytes, *, fsync: bool = False) -> None:
+    """A save through a temporary file, as sed -i or the memory tool's handler on a
+    mount does it; the kernel looks the destination up before it renames."""
+    with contextlib.suppress(OSError):
+        k.ops.getattr(dst)
+    fh = k.ops.create(tmp, FILE | 0o644, CREATE)
+    k.ops.write(tmp, data, 0, fh, os.O_WRONLY)
+    if fsync:
+        k.ops.fsync(tmp, 0, fh)
+    k.ops.rename(tmp, dst, 0)
+
+
+def test_a_save_whose_temporary_file_never_reached_the_store_is_one_write(k: Kernel) -> None:
+    other = k.other()
+    other.mkdir("d", author="someone")
+    other.write("d/notes.md", b"old\n", author="someone", mode=0o644)
+    names(k, "/d")  # the directory's names are known: a new name needs no query
+    before, seq = other.stat("d"), other.last_seq()
+    save(k, "/d/.notes.md.tmp", "/d/notes.md", b"new\n")
+    save(k, "/d/.new.md.tmp", "/d/new.md", b"fresh\n")
+    # Nothing of the temporary files: one record per save, at the file saved.
+    changes = [(c.kind, c.path, c.old_path) for c in other.changes(seq)]
+    assert changes == [("modify", "d/notes.md", None), ("create", "d/new.md", None)]
+    assert [other.read_revision("d/notes.md", r.rev) for r in other.history("d/notes.md")] == [
+        b"new\n",
+        b"old\n",
+    ]
+    assert other.read("d/new.md")[0] == b"fresh\n"
+    assert tree(other) == {"d": "dir", "d/new.md": "file", "d/notes.md": "file"}
+    # The directory's times moved, as a rename moves them.
+    assert other.stat("d").mtime_ns > before.mtime_ns
+    assert [name for name, _ in names(k, "/d")] == [".", "..", "new.md", "notes.md"]
+    assert k.ops.read("/d/notes.md", 100, 0, 0) == b"new\n"
+
+
+def test_a_save_that_a_write_cannot_stand_for_is_a_rename(k: Kernel) -> None:
+    other = k.other()
+    other.write("a.md", b"old\n", author="someone", mode=0o600)  # not the new file's mode
+    seq = other.last_seq()
+    save(k, "/.a.tmp", "/a.md", b"new\n")
+    save(k, "/.b.tmp", "/b.md", b"made\n", fsync=True)  # in the store before the rename
+    kinds = [(c.kind, c.path) for c in other.changes(seq)]
+    assert kinds == [
+        ("create", ".a.tmp"),
+        ("rename", "a.md"),
+        ("create", ".b.tmp"),
+        ("rename", "b.md"),
+    ]
+    assert (other.read("a.md")[0], other.stat("a.md").mode) == (b"new\n", 0o644)
+    assert tree(other) == {"a.md": "file", "b.md": "file"}
 
 
 def test_rename_noreplace_refuses_an_existing_destination(k: Kernel) -> None:

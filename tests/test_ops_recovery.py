@@ -116,6 +116,38 @@ def test_a_committed_append_is_never_applied_twice(
     assert authors(other, "log.md").count(actor("sh")) == 1
 
 
+@pytest.mark.parametrize(
+    ("die", "stored"),
+    [
+        # Died as the save was about to be written: the rename never answered, so the
+        # temporary file it acknowledged writes to is what the next mount saves.
+        ("before-write-1", {"notes.md": b"old\n", ".notes.tmp": b"new\n"}),
+        # Died right after the write, before its journal said so: its LANDING record
+        # names the saved file, so the temporary file is not saved again beside it.
+        ("after-write-1", {"notes.md": b"new\n"}),
+    ],
+)
+def test_a_save_written_as_one_write_is_recovered_once(
+    kernel: MakeKernel, programs: Program, die: str, stored: dict[str, bytes]
+) -> None:
+    k = kernel(start=False)
+    other = k.other()
+    other.write("notes.md", b"old\n", author="someone", mode=0o644)
+    crash(
+        k,
+        "ops.getattr('/notes.md')\n"
+        f"fh = ops.create('/.notes.tmp', {FILE | 0o644}, {CREATE})\n"
+        f"ops.write('/.notes.tmp', b'new\\n', 0, fh, {W})\n"
+        "ops.rename('/.notes.tmp', '/notes.md', 0)\n",
+        pid=programs("sed"),
+        die=die,
+    )
+    k2 = kernel(start=False)
+    k2.ops.recover()
+    assert {e.path: other.read(e.path)[0] for e in other.walk("")} == stored
+    assert authors(other, "notes.md").count(actor("sed")) == (die == "after-write-1")
+
+
 def test_a_recovered_edit_that_meets_another_on_its_line_is_a_conflict_copy(
     kernel: MakeKernel, programs: Program
 ) -> None:

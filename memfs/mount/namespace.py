@@ -191,14 +191,16 @@ class NamespaceOps:
         who = self._author()
         author = who.actor
         with self._mutex:
-            # Pending writes on both sides go first: the source's so they move with it,
-            # the destination's so its history keeps them and so a directory with
-            # pending files counts as not empty.
-            self._commit_under(src)
+            # Pending writes on both sides go first: the destination's so its history
+            # keeps them and so a directory with pending files counts as not empty, the
+            # source's so they move with it (unless the rename is a save: _save_as).
             if flags & RENAME_NOREPLACE and self.writes.get(dst) is not None:
                 raise OSError(errno.EEXIST, "destination exists")
-            self._commit_under(dst)
             overwrite = not flags & RENAME_NOREPLACE
+            self._commit_under(dst)
+            if self._save_as(who, src, dst, not overwrite):
+                return 0
+            self._commit_under(src)
             # A moved directory takes its cached descendants' paths with it.
             # Every directory the kernel can name was looked up here (known_dirs), and a
             # file created here and renamed (the editor's save) is a file: neither needs
@@ -227,6 +229,40 @@ class NamespaceOps:
                     self._known_dirs.discard(d)
                     self._known_dirs.add(dst + d[len(src) :])
         return 0
+
+    def _save_as(self, who: Writer, src: str, dst: str, noreplace: bool) -> bool:
+        """A save through a temporary file (written, renamed over the file without an
+        fsync: sed -i, rsync, the memory tool's handler on a mount) whose temporary
+        file never reached the store, done as one write of its content at ``dst``
+        (handles still open on it follow it there, as in any rename); False where a
+        rename would leave more than that write does (another mode or owner at
+        ``dst``, something else there, or nothing known of it), and nothing is done."""
+        buf = self.writes.get(src)
+        # Another writer's file: its making and its move are two records, two authors.
+        if buf is None or not buf.created or buf.author != who.actor or src == dst:
+            return False
+        there = self._meta.entry(dst)
+        if there is not None:
+            if (
+                not there.is_file
+                or there.mode != buf.mode
+                or (there.uid, there.gid) != (None, None)
+            ):
+                return False
+            dst_rev = there.rev
+        elif self._meta.absent(dst):
+            dst_rev = 0
+        else:
+            return False
+        if not noreplace and self._handles.open_on(dst):
+            self._keep_open_data(dst, None)  # as a rename: see rename
+        saved = self._mutate(
+            who, lambda: self.writes.save_as(src, dst, dst_rev, noreplace=noreplace), (src, dst)
+        )
+        if saved is None:
+            return False
+        self._handles.moved(src, dst, subtree=False)
+        return True
 
     @op
     def link(self, target: str, source: str) -> int:
