@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memfs.handler import MemoryHandler
+from memfs.handler.tree import DirTree
 from memfs.store.base import Revision, Store
 from tests.fixtures.mount import MountHandle, made_by, wait_for
 
@@ -84,6 +85,25 @@ def test_handler_str_replace_adds_one_revision(
     assert not result.is_error, result.content
     _assert_one_more(store, before, os.getpid())
     assert {e.path for e in store.walk()} == {"notes.md"}
+
+
+def test_a_handler_write_on_a_mount_is_one_change_at_the_file(
+    notes: tuple[Store, Path, list[Revision]], memfs_mount: MountHandle, tmp_path: Path
+) -> None:
+    # On a memfs mount the rename commits the temporary file whole and durably, so the
+    # handler leaves its fsync out and the mount writes the save as one change: no
+    # record of the temporary file, one undoable modify.
+    store, _, _ = notes
+    seq = store.last_seq()
+    handler = MemoryHandler(memfs_mount.mountpoint)
+    for old, new in (("second line", "saved line"), ("saved line", "second line")):
+        result = handler.str_replace("/memories/notes.md", old, new)
+        assert not result.is_error, result.content
+    changes = [(c.kind, c.path) for c in store.changes(seq)]
+    assert changes == [("modify", "notes.md"), ("modify", "notes.md")]
+    assert store.read("notes.md")[0] == V2
+    assert DirTree(memfs_mount.mountpoint).rename_commits
+    assert not DirTree(tmp_path).rename_commits
 
 
 def test_jetbrains_safe_write_adds_one_revision(notes: tuple[Store, Path, list[Revision]]) -> None:

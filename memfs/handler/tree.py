@@ -10,7 +10,9 @@ concurrent writers).
 
 Writes never modify a file in place: a hidden ``.tmp-memfs-*`` file is written,
 fsynced and renamed over the target, so a reader sees the old or the new file, never half of
-one. With ``durable=True`` the directory is fsynced after every change too, so the change
+one. On a memfs mount the fsync is left out: the rename commits the file whole and
+durably before it returns (memfs.mount.namespace), so a write is one store transaction.
+With ``durable=True`` the directory is fsynced after every change too, so the change
 itself (not just its content) survives a power loss; off by default, as it doubles the
 fsyncs per write and a crash then still leaves the old or the new file, never a torn one.
 Read-modify-write edits (:meth:`Tree.edit`) lock the target with ``flock`` (memfs
@@ -29,6 +31,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from memfs import host
 from memfs.errors import Conflict, IsADirectory, NotADirectory, NotFound
 from memfs.handler.backend import (
     DIR_MODE,
@@ -119,6 +122,11 @@ class DirTree:
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
         self.root = os.fspath(root)
         self.durable = durable
+        # On a memfs mount a rename commits what it moves, whole and durably, before it
+        # returns: the temporary file's fsync would commit it alone first, a second
+        # store transaction per write (and the one rename then makes the save one).
+        mount = host.mount_holding(os.path.realpath(self.root))
+        self.rename_commits = mount is not None and mount.is_memfs
         # A hook for tests: called inside edit() after the new content is computed and
         # before the re-check, to let a test change the file at exactly that moment.
         self.before_commit: Callable[[], None] | None = None
@@ -273,7 +281,8 @@ class DirTree:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                os.fsync(fd)
+                if not self.rename_commits:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
         except BaseException:
