@@ -75,7 +75,7 @@ class PgCursor:
     """:class:`memfs.store.sql.Cursor` on one connection; every statement is given the
     store's tree as ``:tree``."""
 
-    __slots__ = ("_fail", "_pipe", "_tree", "db", "explicit")
+    __slots__ = ("_fail", "_pipe", "_runner", "_tree", "db", "explicit")
 
     def __init__(
         self, db: psycopg.Connection, tree: int, fail: Fail, pipe: psycopg.Pipeline | None
@@ -86,6 +86,9 @@ class PgCursor:
         self._pipe = pipe
         # In a write transaction: whether a BEGIN made its block explicit (see writing).
         self.explicit = False
+        # One cursor for every statement whose result nobody reads (a cursor costs as
+        # much as a small statement's own work in psycopg's pipeline).
+        self._runner: psycopg.Cursor[Row] | None = None
 
     def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
         cur = self.db.cursor()
@@ -107,8 +110,10 @@ class PgCursor:
             # own, which a BEGIN makes of the implicit one (keeping what it did).
             self.explicit = True
             self.run("BEGIN")
+        if self._runner is None:
+            self._runner = self.db.cursor()
         try:
-            self.db.execute(sql, {"tree": self._tree, **params})
+            self._runner.execute(sql, {"tree": self._tree, **params})
         except psycopg.Error as e:
             raise self._fail(e) from e
 
