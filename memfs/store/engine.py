@@ -378,8 +378,15 @@ class SqlStore(Store):
                     yield tx
                     if tx.moved():
                         tx.count(tx.records)
-                        self._write_operations(tx)
-                        self.d.finish(db, tx.rev, tx.seq, tx.op, tx.records, tx.totals())
+                        self.d.finish(
+                            db,
+                            tx.rev,
+                            tx.seq,
+                            tx.op,
+                            tx.records,
+                            tx.totals(),
+                            self._operation_rows(tx),
+                        )
                 finally:
                     self._local.tx = None
         except BaseException:
@@ -390,24 +397,23 @@ class SqlStore(Store):
         self._local.touched = tx.touched
         self._local.settled = tx.settled or {}
 
-    def _write_operations(self, tx: Tx) -> None:
-        """The operation rows of what this transaction recorded (invariant 12)."""
+    def _operation_rows(self, tx: Tx) -> list[tuple[str, Params]]:
+        """The statements writing the operation rows of what this transaction recorded
+        (invariant 12), for the dialect's finish."""
+        rows: list[tuple[str, Params]] = []
         for op, span in tx.spans.items():
             act = span.act
             if span.new:
-                tx.db.run(
-                    self.q.add_operation,
-                    {
-                        "id": op, "actor": act.actor, "detail": act.detail,
-                        "label": act.label, "start": span.start_ns, "end": span.end_ns,
-                        "first": span.first_seq, "last": span.last_seq, "n": span.changes,
-                    },
-                )  # fmt: skip
+                rows.append((self.q.add_operation, {
+                    "id": op, "actor": act.actor, "detail": act.detail,
+                    "label": act.label, "start": span.start_ns, "end": span.end_ns,
+                    "first": span.first_seq, "last": span.last_seq, "n": span.changes,
+                }))  # fmt: skip
             else:
-                tx.db.run(
-                    self.q.grow_operation,
-                    {"id": op, "end": span.end_ns, "last": span.last_seq, "n": span.changes},
-                )
+                rows.append((self.q.grow_operation, {
+                    "id": op, "end": span.end_ns, "last": span.last_seq, "n": span.changes,
+                }))  # fmt: skip
+        return rows
 
     @contextmanager
     def acting(self, act: Act) -> Iterator[None]:

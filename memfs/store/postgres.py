@@ -89,9 +89,9 @@ class PgDialect:
             " files = files + :grown_files, dirs = dirs + :grown_dirs,"
             " bytes = bytes + :grown_bytes WHERE id = :tree RETURNING pg_notify(:channel, :payload)"
         )
-        self._finish = self.render(counters)
-        self._finish_one = self.render(f"WITH c AS ({one}) {counters}")
-        self._finish_many = self.render(f"WITH c AS ({many}) {counters}")
+        self._counters = self.render(counters)
+        # finish's statements by what they fold in: (records, operation statement).
+        self._finishes: dict[tuple[str, str], str] = {}
         # Stored bytes that no longer match (damaged) are replaced by the ones written
         # now; the server compares, so sound content is left untouched.
         self._put = self.render(
@@ -135,8 +135,9 @@ class PgDialect:
         op: int,
         records: Sequence[Params],
         grown: Usage,
+        operations: Sequence[tuple[str, Params]],
     ) -> None:
-        params = {
+        params: dict[str, object] = {
             "count_rev": rev,
             "count_seq": seq,
             "count_op": op,
@@ -146,12 +147,33 @@ class PgDialect:
             "channel": self.channel,
             "payload": str(seq),
         }
-        if not records:
-            db.run(self._finish, params)
-        elif len(records) == 1:
-            db.run(self._finish_one, {**params, **records[0]})
+        # One statement: the records, the operation row (one, as a lone mutation or a
+        # burst's save makes; its parameters are named apart from the records') and
+        # the counters, each a part of one data-modifying WITH (they touch different
+        # rows, so one snapshot serves them all).
+        appended = ""
+        if len(records) == 1:
+            appended = self._append_one
+            params.update(records[0])
+        elif records:
+            appended = self._append_many
+            params.update(_columns(records))
+        folded = ""
+        if len(operations) == 1:
+            folded, op_params = operations[0]
+            params.update(op_params)
         else:
-            db.run(self._finish_many, {**params, **_columns(records)})
+            for sql, op_params in operations:
+                db.run(sql, op_params)
+        db.run(self._finish_sql(appended, folded), params)
+
+    def _finish_sql(self, appended: str, folded: str) -> str:
+        found = self._finishes.get((appended, folded))
+        if found is None:
+            parts = [f"{name} AS ({sql})" for name, sql in (("c", appended), ("o", folded)) if sql]
+            head = f"WITH {', '.join(parts)} " if parts else ""
+            found = self._finishes[(appended, folded)] = head + self._counters
+        return found
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         db.run(self._put, {"sha": sha256, "data": data})

@@ -112,11 +112,13 @@ class Dialect(Protocol):
         op: int,
         records: Sequence[Params],
         grown: Usage,
+        operations: Sequence[tuple[str, Params]],
     ) -> None:
-        """At the end of a transaction that took numbers: write the ``records`` left,
-        store the tree's counters (revision, feed, operation), add what the transaction
-        changed in its totals (``grown``: files, directories, bytes) and wake followers
-        (a server's NOTIFY)."""
+        """At the end of a transaction that took numbers: write its operation rows
+        (``operations``: statements with their parameters, to run first) and the
+        ``records`` left, store the tree's counters (revision, feed, operation), add
+        what the transaction changed in its totals (``grown``: files, directories,
+        bytes) and wake followers (a server's NOTIFY)."""
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
         """Store ``data`` under its SHA-256 unless it is stored already."""

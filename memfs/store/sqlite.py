@@ -125,7 +125,10 @@ class SqliteDialect:
         op: int,
         records: Sequence[Params],
         grown: Usage,
+        operations: Sequence[tuple[str, Params]],
     ) -> None:
+        for sql, params in operations:
+            db.run(sql, params)
         db.many(self._record, records)
         # The feed's numbers are its rows' own (changes.seq); only the revision counter
         # and the totals are kept apart.
