@@ -12,6 +12,7 @@ import errno
 import functools
 import os
 import stat
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -453,6 +454,32 @@ def test_a_save_that_a_write_cannot_stand_for_is_a_rename(k: Kernel) -> None:
     ]
     assert (other.read("a.md")[0], other.stat("a.md").mode) == (b"new\n", 0o644)
     assert tree(other) == {"a.md": "file", "b.md": "file"}
+
+
+def test_another_users_new_file_renamed_keeps_every_owner_as_it_is(k: Kernel) -> None:
+    # pjdfstest rename/04.t: the directories were made by root and given away, the file
+    # made by their new owner. A rename that is no save must leave the kernel seeing
+    # each directory's owner as it is now (an early version put back an entry the
+    # thread's previous change had left: the directory still root's, so EACCES).
+    other = k.other()
+    for d in ("/n1", "/n2"):
+        k.ops.mkdir(d, 0o755)
+
+    def give_away() -> None:  # on another FUSE thread, as the kernel may send it
+        for d in ("/n1", "/n2"):
+            k.ops.chown(d, 65534, 65534)
+
+    thread = threading.Thread(target=give_away)
+    thread.start()
+    thread.join(10)
+    k.ids = (65534, 65534)
+    k.ops.create("/n1/a", FILE | 0o644, CREATE)
+    k.ops.rename("/n1/a", "/n2/b", 0)
+    for d in ("/n1", "/n2"):
+        attrs = k.ops.getattr(d)
+        assert (attrs["st_uid"], attrs["st_gid"]) == (65534, 65534), d
+    entry = other.stat("n2/b")
+    assert (entry.uid, entry.gid) == (65534, 65534)
 
 
 def test_rename_noreplace_refuses_an_existing_destination(k: Kernel) -> None:

@@ -241,6 +241,8 @@ class NamespaceOps:
         # Another writer's file: its making and its move are two records, two authors.
         if buf is None or not buf.created or buf.author != who.actor or src == dst:
             return False
+        if buf.uid is not None or buf.gid is not None or buf.failed is not None:
+            return False  # another user's new file (its owner is a change of its own)
         there = self._meta.entry(dst)
         if there is not None:
             if (
@@ -256,11 +258,10 @@ class NamespaceOps:
             return False
         if not noreplace and self._handles.open_on(dst):
             self._keep_open_data(dst, None)  # as a rename: see rename
-        saved = self._mutate(
+        # The lock held since the checks (the write path's) keeps the buffer as it was.
+        self._mutate(
             who, lambda: self.writes.save_as(src, dst, dst_rev, noreplace=noreplace), (src, dst)
         )
-        if saved is None:
-            return False
         self._handles.moved(src, dst, subtree=False)
         return True
 

@@ -548,19 +548,16 @@ class PendingWrites:
                 if buf is not None:
                     self._commit(buf)
 
-    def save_as(self, src: str, dst: str, dst_rev: int, *, noreplace: bool) -> Entry | None:
-        """Commit ``src``, a file created here that never reached the store, as the new
-        content of ``dst`` (``dst_rev``: its revision, 0 if there is none): its rename
-        over ``dst``, in one write. None, and nothing done, if ``src`` is not such a
-        file. The caller has checked that a rename would leave ``dst`` as the write
-        does (a file of the same mode and owner, or nothing) and runs this as the
-        rename's mutation."""
+    def save_as(self, src: str, dst: str, dst_rev: int, *, noreplace: bool) -> Entry:
+        """Commit ``src``, a file created here by the mounting user that never reached
+        the store, as the new content of ``dst`` (``dst_rev``: its revision, 0 if there
+        is none): its rename over ``dst``, in one write. The caller holds the lock
+        since it checked that (and that a rename would leave ``dst`` as the write does:
+        a file of the same mode and owner, or nothing), and runs this as the rename's
+        mutation."""
         with self.lock:
-            buf = self._bufs.get(src)
-            if buf is None or not buf.created or buf.failed is not None:
-                return None
-            if buf.uid is not None or buf.gid is not None:
-                return None  # its owner is recorded by a second change: the usual way
+            buf = self._bufs[src]
+            assert buf.created and buf.uid is None and buf.gid is None and buf.failed is None
             data = bytes(buf.data)
             # A daemon killed after the write and before the buffer is done must not
             # replay the buffer at src: the landing names where it went.
