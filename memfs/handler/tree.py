@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import secrets
 import stat
@@ -122,14 +123,19 @@ class DirTree:
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = False) -> None:
         self.root = os.fspath(root)
         self.durable = durable
-        # On a memfs mount a rename commits what it moves, whole and durably, before it
-        # returns: the temporary file's fsync would commit it alone first, a second
-        # store transaction per write (and the one rename then makes the save one).
-        mount = host.mount_holding(os.path.realpath(self.root))
-        self.rename_commits = mount is not None and mount.is_memfs
         # A hook for tests: called inside edit() after the new content is computed and
         # before the re-check, to let a test change the file at exactly that moment.
         self.before_commit: Callable[[], None] | None = None
+
+    @functools.cached_property
+    def rename_commits(self) -> bool:
+        """Whether the tree is on a memfs mount, where a rename commits what it moves,
+        whole and durably, before it returns: there the temporary file's fsync would
+        commit it alone first, a second store transaction per write (and the rename
+        then makes the save one). Asked at the first write, not for every tree made
+        (a search makes one per call)."""
+        mount = host.mount_holding(os.path.realpath(self.root))
+        return mount is not None and mount.is_memfs
 
     def sync_dir(self, dir_fd: int) -> None:
         """Make a directory's entries durable, when this tree was asked to be."""
