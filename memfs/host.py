@@ -105,11 +105,12 @@ def mount_holding(path: str | os.PathLike[str]) -> MountEntry | None:
     its nearest ancestor (None where this process sees no mounts)."""
     target = os.fspath(path).rstrip("/") or "/"
     best: MountEntry | None = None
+    depth = -1  # the length of best's mount point; a later mount at the same one is on top
     for entry in mounts():
         point = entry.mountpoint.rstrip("/") or "/"
-        inside = target == point or target.startswith(point + "/") or point == "/"
-        if inside and (best is None or len(point) >= len(best.mountpoint.rstrip("/") or "/")):
-            best = entry
+        inside = point == "/" or target == point or target.startswith(point + "/")
+        if inside and len(point) >= depth:
+            best, depth = entry, len(point)
     return best
 
 
