@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memfs.errors import (
     AlreadyExists,
@@ -57,12 +57,16 @@ from memfs.store.base import (
     Store,
     Usage,
 )
+from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
 from memfs.store.rules import need_file, parent_of
-from memfs.store.sql import Backend, Cursor, Params, Pending, Row, SearchIndex
+from memfs.store.sql import Backend, Cursor, GuessMissed, Params, Pending, Row, SearchIndex
 from memfs.store.statements import ALL, Statements
 
 _MAX_SEQ = 2**63 - 1
+_T = TypeVar("_T")
+# Changes that reach no path but their own (foresight: what else they make stale).
+_NARROW = frozenset({"create", "modify", "mkdir"})
 _NO_PARAMS: Params = {}
 
 # What a change found at its path: kind, content hash, size, mode, symlink target.
@@ -128,6 +132,27 @@ class Tx:
         # The entries its mutation left at the paths it changed, known whole
         # (Store.settled); None in a batch, whose later mutations may change them again.
         self.settled: dict[str, Entry] | None = {}
+        # Where the backend guesses, what this transaction may guess and what it reads
+        # again before its commit for the next one (memfs.store.foresight); None when
+        # it neither guesses nor foresees (a local database, a batch).
+        self.foresight: Foresight | None = None
+        self.guessing = False  # its counters were guessed: its other reads may be
+        self.foreseen: list[tuple[str, str, Pending]] = []
+        self.after: Pending | None = None  # the counters, read again after finish
+
+    def expect(self, sql: str, path: str, params: Params) -> Pending:
+        """``sql`` (a statement about ``path``, its parameters made from it), answered
+        from what is foreseen when this transaction guesses."""
+        guess = None
+        if self.guessing and self.foresight is not None:
+            guess = self.foresight.row(sql, path)
+        return self.db.expect(sql, params, guess)
+
+    def foresee(self, sql: str, path: str, params: Params) -> None:
+        """Read ``sql`` about ``path`` again before the commit, for the next
+        transaction to guess (where the backend guesses)."""
+        if self.foresight is not None:
+            self.foreseen.append((sql, path, self.db.ask(sql, params)))
 
     def settle(self, entry: Entry) -> None:
         if self.settled is not None:
@@ -300,6 +325,7 @@ class SqlStore(Store):
         self.clock: Callable[[], int] = time.time_ns
         self._local = threading.local()
         self._batch_time = rules.BatchTime()
+        self._foresight = Foresight() if backend.guesses else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
@@ -335,9 +361,28 @@ class SqlStore(Store):
                 f"the store {self.url} is open read-only; open it without readonly to change it"
             )
 
+    def _mutate(self, body: Callable[[Tx], _T]) -> _T:
+        """Run ``body`` as one mutation; where the backend guesses, first with what
+        this store foresees (one round trip when it holds), then, if a guess missed,
+        again reading first."""
+        if self._foresight is not None and self._tx_now() is None:
+            try:
+                with self._tx(guess=True) as tx:
+                    return body(tx)
+            except GuessMissed:
+                self._foresight.missed()
+            except StoreError:
+                # Refused on what was guessed, before the server said whether the guess
+                # held: only what is read may refuse a mutation.
+                pass
+        with self._tx() as tx:
+            return body(tx)
+
     @contextmanager
-    def _tx(self) -> Iterator[Tx]:
-        """One mutation: its own transaction, or a savepoint of this thread's batch."""
+    def _tx(self, *, guess: bool = False, batch: bool = False) -> Iterator[Tx]:
+        """One mutation: its own transaction, or a savepoint of this thread's batch.
+        ``guess``: a lone transaction guesses what it can (see _mutate); ``batch``: the
+        transaction of a batch, whose mutations join it."""
         self._writable()
         self._local.appended = range(0)
         self._local.touched = {}
@@ -370,9 +415,13 @@ class SqlStore(Store):
             self._local.appended = range(mark[1] + 1, outer.seq + 1)
             return
         tx: Tx | None = None
+        foresight = None if batch else self._foresight
+        counters = None if foresight is None or not guess else foresight.claim()
         try:
             with self.backend.writing() as db:
-                tx = Tx(db, db.ask(self.q.begin), self.backend.missing_tree)
+                begin = db.expect(self.q.begin, _NO_PARAMS, counters)
+                tx = Tx(db, begin, self.backend.missing_tree)
+                tx.foresight, tx.guessing = foresight, counters is not None
                 self._local.tx = tx
                 try:
                     yield tx
@@ -387,15 +436,38 @@ class SqlStore(Store):
                             tx.totals(),
                             self._operation_rows(tx),
                         )
+                    if tx.foreseen:
+                        tx.after = db.ask(self.q.begin)
                 finally:
                     self._local.tx = None
         except BaseException:
             if tx is not None:
                 tx.unnumber()
             raise
+        self._foresee(tx, batch)
         self._local.appended = tx.appended()
         self._local.touched = tx.touched
         self._local.settled = tx.settled or {}
+
+    def _foresee(self, tx: Tx, batch: bool) -> None:
+        """After a commit: what it made stale in this store's foresight, and what it
+        read for it just before (the rows were sent with the commit: no round trip)."""
+        if self._foresight is None or not tx.moved():
+            return
+        if tx.guessing:
+            self._foresight.hit()
+        changed: list[str] | None = None
+        if not batch and all(r["kind"] in _NARROW for r in tx.records):
+            # A sweep reaches paths beyond these only where a delete or a rename went
+            # first, and either cleared everything already.
+            changed = [str(r["p"]) for r in tx.records]
+        rows: list[tuple[str, str, Row]] = []
+        for sql, path, pending in tx.foreseen:
+            row = pending.one()
+            if row is not None:
+                rows.append((sql, path, row))
+        counters = None if tx.after is None else tx.after.one()
+        self._foresight.committed(tx.seq, changed, counters, rows)
 
     def _operation_rows(self, tx: Tx) -> list[tuple[str, Params]]:
         """The statements writing the operation rows of what this transaction recorded
@@ -438,7 +510,7 @@ class SqlStore(Store):
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        with self._batch_time.during(self.clock), self._tx():
+        with self._batch_time.during(self.clock), self._tx(batch=True):
             yield
 
     def appended(self) -> range:
@@ -734,8 +806,10 @@ class SqlStore(Store):
         rules.check_size(rel, len(data), self.limits.max_file_bytes)
         sha = rules.sha256_of(data)
         now = self._now()
-        with self._tx() as tx:
-            look = tx.db.ask(self.q.look_file, {"p": rel, "parent": parent_of(rel)})
+
+        def write(tx: Tx) -> Entry:
+            looking = {"p": rel, "parent": parent_of(rel)}
+            look = tx.expect(self.q.look_file, rel, looking)
             usage = self._ask_usage(tx)
             row = look.one()
             assert row is not None  # one row whatever is there
@@ -783,7 +857,10 @@ class SqlStore(Store):
             )  # fmt: skip
             retention.sweep(self, tx, now)
             tx.settle(made)
+            tx.foresee(self.q.look_file, rel, looking)
             return made
+
+        return self._mutate(write)
 
     def _add_content(
         self,

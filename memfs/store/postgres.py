@@ -212,6 +212,7 @@ class PgBackend(PgConnections):
     """:class:`memfs.store.sql.Backend` for one tree of a PostgreSQL database."""
 
     pushes_changes = True
+    guesses = True
 
     def __init__(self, options: PgOptions, clock: Callable[[], int] = time.time_ns) -> None:
         self.limits = options.limits

@@ -36,7 +36,7 @@ from psycopg import errors as pg_errors
 
 from memfs.errors import StoreError, StoreFull, StoreUnavailable
 from memfs.store.postgres_url import PgOptions, connect_error, user_of
-from memfs.store.sql import Params, Pending, Row
+from memfs.store.sql import GuessMissed, Params, Pending, Row
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ BUSY_S = 30.0
 FIRST_S = 10.0
 _NO_PARAMS: Params = {}
 Fail = Callable[[psycopg.Error], StoreError]
+_GUARDS: dict[tuple[str, int], str] = {}
 
 
 class PgPending:
@@ -71,11 +72,33 @@ class PgPending:
             raise self._fail(e) from e
 
 
+class Known:
+    """A statement's row as it was guessed: the guard sent in its place checks it."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: Row) -> None:
+        self._row = row
+
+    def one(self) -> Row | None:
+        return self._row
+
+    def all(self) -> list[Row]:
+        return [self._row]
+
+
+# A guess checked on the server: the statement's rows equal to the guess are counted,
+# and none makes the division fail (the one error a statement can raise on a condition
+# without a function in the schema). Every statement of the transaction after it is
+# then skipped, and the pipeline's Sync rolls it all back.
+_GUARD = ("SELECT 1 / count(*)::int FROM (", ") q WHERE ROW(q.*) IS NOT DISTINCT FROM ROW(", ")")
+
+
 class PgCursor:
     """:class:`memfs.store.sql.Cursor` on one connection; every statement is given the
     store's tree as ``:tree``."""
 
-    __slots__ = ("_fail", "_pipe", "_runner", "_tree", "db", "explicit")
+    __slots__ = ("_fail", "_pipe", "_runner", "_tree", "db", "explicit", "guessed")
 
     def __init__(
         self, db: psycopg.Connection, tree: int, fail: Fail, pipe: psycopg.Pipeline | None
@@ -89,14 +112,33 @@ class PgCursor:
         # One cursor for every statement whose result nobody reads (a cursor costs as
         # much as a small statement's own work in psycopg's pipeline).
         self._runner: psycopg.Cursor[Row] | None = None
+        self.guessed = False  # a guard was sent: its failure is a GuessMissed
+
+    def fail(self, e: psycopg.Error) -> StoreError:
+        """The memfs error for a failure of this cursor's statements."""
+        if self.guessed and isinstance(e, pg_errors.DivisionByZero):
+            return GuessMissed("a guessed answer was not the store's; rolled back")
+        return self._fail(e)
 
     def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
         cur = self.db.cursor()
         try:
             cur.execute(sql, {"tree": self._tree, **params})
         except psycopg.Error as e:
-            raise self._fail(e) from e
-        return PgPending(cur, self._fail)
+            raise self.fail(e) from e
+        return PgPending(cur, self.fail)
+
+    def expect(self, sql: str, params: Params, guess: Row | None) -> Pending:
+        if guess is None or self._pipe is None:
+            return self.ask(sql, params)
+        guard = _GUARDS.get((sql, len(guess)))
+        if guard is None:
+            values = ", ".join(f"%(guess_{i})s" for i in range(len(guess)))
+            head, middle, tail = _GUARD
+            guard = _GUARDS[(sql, len(guess))] = head + sql + middle + values + tail
+        self.guessed = True
+        self.run(guard, {**params, **{f"guess_{i}": value for i, value in enumerate(guess)}})
+        return Known(guess)
 
     def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
         return self.ask(sql, params).one()
@@ -115,7 +157,7 @@ class PgCursor:
         try:
             self._runner.execute(sql, {"tree": self._tree, **params})
         except psycopg.Error as e:
-            raise self._fail(e) from e
+            raise self.fail(e) from e
 
     def many(self, sql: str, rows: Sequence[Params]) -> None:
         if not rows:
@@ -124,7 +166,7 @@ class PgCursor:
             with self.db.cursor() as cur:
                 cur.executemany(sql, [{"tree": self._tree, **row} for row in rows])
         except psycopg.Error as e:
-            raise self._fail(e) from e
+            raise self.fail(e) from e
 
     def sync(self) -> None:
         if self._pipe is None:
@@ -132,7 +174,7 @@ class PgCursor:
         try:
             self._pipe.sync()
         except psycopg.Error as e:
-            raise self._fail(e) from e
+            raise self.fail(e) from e
 
 
 def _roll_back(db: psycopg.Connection) -> None:
@@ -141,6 +183,16 @@ def _roll_back(db: psycopg.Connection) -> None:
     if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
         with contextlib.suppress(psycopg.Error):
             db.execute("ROLLBACK")
+
+
+def _forget_prepared(db: psycopg.Connection) -> None:
+    """After a pipeline a failed statement aborted: psycopg (3.3) takes a statement it
+    asked the server to prepare there for prepared, but the server skipped it, and each
+    later use of it on this connection would fail ("prepared statement does not
+    exist"). psycopg forgets what it prepared, and has the server forget it too, when
+    a transaction block rolls back."""
+    with contextlib.suppress(psycopg.Error), db.transaction(force_rollback=True):
+        pass
 
 
 class PgConnections:
@@ -310,6 +362,8 @@ class PgConnections:
         # So a lone mutation sends no BEGIN nor COMMIT (the first statement of a
         # pipeline cost 30-70 us to send); a batch's first savepoint begins a block.
         with self._connection() as db:
+            cursor: PgCursor | None = None
+            aborted = False  # a statement failed: the server skipped every later one
             try:
                 with db.pipeline() as pipe:
                     cursor = PgCursor(db, self.tree, lambda e: self.translate(e, db), pipe)
@@ -321,20 +375,31 @@ class PgConnections:
                         # a warning in the server's log each time).
                         # (A statement that failed aborted the pipeline: the Sync rolls
                         # all of it back by itself.)
-                        if pipe.status != psycopg.pq.PipelineStatus.ABORTED:
+                        aborted = pipe.status == psycopg.pq.PipelineStatus.ABORTED
+                        if not aborted:
                             with contextlib.suppress(psycopg.Error, StoreError):
                                 if not cursor.explicit:
                                     cursor.run("BEGIN")
                                 cursor.run("ROLLBACK")
+                        try:
+                            # Here, not in the pipeline's exit, which would log a failure
+                            # found now (a guard not yet read) and drop it.
+                            pipe.sync()
+                        except psycopg.Error:
+                            aborted = True
                         raise
                     if cursor.explicit:
                         cursor.run("COMMIT")
             except psycopg.Error as e:  # met at the commit, when the pipeline is read
+                aborted = True
                 _roll_back(db)
-                raise self.translate(e, db) from e
+                raise (self.translate(e, db) if cursor is None else cursor.fail(e)) from e
             except BaseException:
                 _roll_back(db)
                 raise
+            finally:
+                if aborted:
+                    _forget_prepared(db)
 
     def close(self) -> None:
         with self._lock:

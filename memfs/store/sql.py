@@ -17,6 +17,13 @@ Statements go through a :class:`Cursor`. A mutation reads everything its checks 
 first, with :meth:`Cursor.ask` (a server backend sends those reads together), then only
 writes (:meth:`Cursor.run`, sent without waiting), so a mutation on a server is a round
 trip for what it reads and one for what it writes and its commit.
+
+A server backend can make that one round trip (:attr:`Backend.guesses`): a read whose
+answer the engine can foresee (:mod:`memfs.store.foresight`) is sent as a guard,
+:meth:`Cursor.expect`, that fails on the server unless the answer is the one foreseen,
+and the writes computed from the foreseen answer follow in the same round. A guard that
+fails rolls the whole transaction back (:class:`GuessMissed`), and the engine runs the
+mutation again, reading first: a wrong guess costs time, never a wrong write.
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ Row = tuple[Any, ...]
 Params = Mapping[str, object]
 
 
+class GuessMissed(StoreError):
+    """A guard of :meth:`Cursor.expect` found another answer than the one foreseen: the
+    transaction was rolled back whole. The engine runs the mutation again without
+    guessing; this never leaves :mod:`memfs.store.engine`."""
+
+
 class Pending(Protocol):
     """A statement sent (or, on a local database, run) whose rows are read later."""
 
@@ -47,6 +60,11 @@ class Cursor(Protocol):
     driver error leaves it as a :class:`~memfs.errors.StoreError`."""
 
     def ask(self, sql: str, params: Params = ...) -> Pending: ...
+
+    def expect(self, sql: str, params: Params, guess: Row | None) -> Pending:
+        """:meth:`ask`, answered at once with ``guess`` where the backend guesses (a
+        guard sent in its place makes the transaction fail with :class:`GuessMissed`
+        unless the statement's one row is ``guess``); ``None``: no guess, ask."""
 
     def one(self, sql: str, params: Params = ...) -> Row | None: ...
 
@@ -155,6 +173,9 @@ class Backend(Protocol):
     url: str
     limits: Limits
     pushes_changes: bool
+    # Whether Cursor.expect guesses (a server, where a round trip saved is worth the
+    # statements that foresee the next answers); a local database just reads.
+    guesses: bool
 
     @property
     def dialect(self) -> Dialect: ...

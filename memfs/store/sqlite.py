@@ -192,6 +192,7 @@ class SqliteBackend(SqliteConnections):
     """:class:`memfs.store.sql.Backend` for one SQLite file."""
 
     pushes_changes = False
+    guesses = False
 
     def __init__(self, path: Path, options: SqliteOptions) -> None:
         super().__init__(path, options)

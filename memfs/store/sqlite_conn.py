@@ -61,6 +61,9 @@ class SqliteCursor:
     def ask(self, sql: str, params: Params = _NO_PARAMS) -> Pending:
         return Rows(self.all(sql, params))
 
+    def expect(self, sql: str, params: Params, guess: Row | None) -> Pending:
+        return self.ask(sql, params)  # a read costs no round trip here
+
     def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
         try:
             row: Row | None = self.db.execute(sql, params).fetchone()

@@ -1,0 +1,101 @@
+"""What a store's next transaction will read, foreseen from what its own last ones read
+just before they committed: so a server backend can send a mutation's writes with its
+reads, in one round trip (:meth:`memfs.store.sql.Cursor.expect`).
+
+Two kinds of answers are kept:
+
+- the tree's counters (the dialect's ``begin``), read again at the end of a transaction
+  that foresees. They stay true until anyone commits again, so one transaction claims
+  them (:meth:`Foresight.claim`): two threads guessing the same counters would make one
+  of them miss.
+- a statement's row about one path (a write's look at its file), read again after the
+  transaction changed the path. It stays true until a change reaches that path: this
+  store's own later commits drop the rows of the paths they changed, or all of them for
+  a change whose reach is wider than its paths (a delete, a rename, a sweep of history).
+
+Nothing here needs to be right: every guess is checked by the server, in the
+transaction, under the tree's lock, and a wrong one only costs the mutation a second
+try (a writer on another host is seen that way). After a miss, guessing pauses for a
+few transactions, so writers that keep meeting each other do not pay for it each time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from memfs.store.sql import Row
+
+# Paths whose rows are kept (the least recently foreseen go first).
+KEPT_PATHS = 4096
+# Transactions that do not guess after a guess missed.
+PAUSE_AFTER_MISS = 8
+
+
+class Foresight:
+    """The answers one store foresees; shared by its threads."""
+
+    def __init__(self, kept_paths: int = KEPT_PATHS) -> None:
+        self._lock = threading.Lock()
+        self._kept = kept_paths
+        self._counters: Row | None = None
+        # The feed number of the newest commit heard of: answers read before it are stale.
+        self._seq = -1
+        self._rows: OrderedDict[str, dict[str, Row]] = OrderedDict()
+        self._paused = 0
+        self.hits = self.misses = 0
+
+    def claim(self) -> Row | None:
+        """The counters, for one transaction to guess (None: unknown, claimed, or
+        paused after a miss)."""
+        with self._lock:
+            if self._paused:
+                self._paused -= 1
+                return None
+            counters, self._counters = self._counters, None
+            return counters
+
+    def row(self, sql: str, path: str) -> Row | None:
+        with self._lock:
+            return self._rows.get(path, {}).get(sql)
+
+    def committed(
+        self,
+        seq: int,
+        changed: Iterable[str] | None,
+        counters: Row | None = None,
+        rows: Iterable[tuple[str, str, Row]] = (),
+    ) -> None:
+        """A transaction of this store committed, up to feed number ``seq``: forget
+        what it made stale (the rows of the ``changed`` paths; everything for None),
+        then keep what it read just before its commit (``counters``, and ``rows`` as
+        (statement, path, row))."""
+        with self._lock:
+            if changed is None:
+                self._rows.clear()
+            else:
+                for path in changed:
+                    self._rows.pop(path, None)
+            if seq < self._seq:
+                return  # another thread committed after it: what it read may be stale
+            self._seq = seq
+            self._counters = counters
+            for sql, path, row in rows:
+                self._rows.setdefault(path, {})[sql] = row
+                self._rows.move_to_end(path)
+            while len(self._rows) > self._kept:
+                self._rows.popitem(last=False)
+
+    def hit(self) -> None:
+        with self._lock:
+            self.hits += 1
+
+    def missed(self) -> None:
+        """A guess was wrong: someone else changed the tree, or a change reached wider
+        than this store knew. Nothing kept can be trusted."""
+        with self._lock:
+            self.misses += 1
+            self._counters = None
+            self._rows.clear()
+            self._paused = PAUSE_AFTER_MISS
