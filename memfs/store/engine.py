@@ -65,8 +65,22 @@ from memfs.store.statements import ALL, Statements
 
 _MAX_SEQ = 2**63 - 1
 _T = TypeVar("_T")
-# Changes that reach no path but their own (foresight: what else they make stale).
-_NARROW = frozenset({"create", "modify", "mkdir"})
+
+
+def _reached(records: Sequence[Mapping[str, object]]) -> list[str] | None:
+    """The paths a transaction's records changed, or None where a change reached paths
+    it has no record of (what a directory's rename moved). A removal records every path
+    it removes; a sweep only reaches paths a removal or a rename left."""
+    paths: list[str] = []
+    for record in records:
+        if record["kind"] == "rename" and record["size"] is None:  # not a file's
+            return None
+        paths.append(str(record["p"]))
+        if record["old"] is not None:
+            paths.append(str(record["old"]))
+    return paths
+
+
 _NO_PARAMS: Params = {}
 
 # What a change found at its path: kind, content hash, size, mode, symlink target.
@@ -456,11 +470,7 @@ class SqlStore(Store):
             return
         if tx.guessing:
             self._foresight.hit()
-        changed: list[str] | None = None
-        if not batch and all(r["kind"] in _NARROW for r in tx.records):
-            # A sweep reaches paths beyond these only where a delete or a rename went
-            # first, and either cleared everything already.
-            changed = [str(r["p"]) for r in tx.records]
+        changed = None if batch else _reached(tx.records)
         rows: list[tuple[str, str, Row]] = []
         for sql, path, pending in tx.foreseen:
             row = pending.one()

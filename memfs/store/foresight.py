@@ -11,7 +11,7 @@ Two kinds of answers are kept:
 - a statement's row about one path (a write's look at its file), read again after the
   transaction changed the path. It stays true until a change reaches that path: this
   store's own later commits drop the rows of the paths they changed, or all of them for
-  a change whose reach is wider than its paths (a delete, a rename, a sweep of history).
+  a change that reached paths it has no record of (a directory's rename, a batch).
 
 Nothing here needs to be right: every guess is checked by the server, in the
 transaction, under the tree's lock, and a wrong one only costs the mutation a second
