@@ -316,6 +316,9 @@ def test_a_mutation_is_two_round_trips_and_a_foreseen_write_one(
             count.update(sent=0, waited_at=0, waits=0)
             mutation()
             assert round_trips() == expected, (name, count)
+        # No guess missed: what the store foresaw was the store's state each time.
+        assert isinstance(store, SqlStore) and store._foresight is not None
+        assert store._foresight.misses == 0 and store._foresight.hits > 0
         store.delete("x", author=A, recursive=True)
         assert tree(store) == {}
     finally:

@@ -153,6 +153,9 @@ class Tx:
         self.guessing = False  # its counters were guessed: its other reads may be
         self.foreseen: list[tuple[str, str, Pending]] = []
         self.after: Pending | None = None  # the counters, read again after finish
+        # The counters after finish are known without reading them: the mutation left
+        # the tombstones (whose earliest due time is one of them) as they were.
+        self.due_kept = False
 
     def expect(self, sql: str, path: str, params: Params) -> Pending:
         """``sql`` (a statement about ``path``, its parameters made from it), answered
@@ -450,7 +453,7 @@ class SqlStore(Store):
                             tx.totals(),
                             self._operation_rows(tx),
                         )
-                    if tx.foreseen:
+                    if tx.foreseen and not tx.due_kept:
                         tx.after = db.ask(self.q.begin)
                 finally:
                     self._local.tx = None
@@ -477,6 +480,8 @@ class SqlStore(Store):
             if row is not None:
                 rows.append((sql, path, row))
         counters = None if tx.after is None else tx.after.one()
+        if tx.due_kept and tx.foreseen:
+            counters = (tx.rev, tx.seq, tx.due, tx.op)  # as the dialect's begin reads them
         self._foresight.committed(tx.seq, changed, counters, rows)
 
     def _operation_rows(self, tx: Tx) -> list[tuple[str, Params]]:
@@ -865,6 +870,8 @@ class SqlStore(Store):
                 tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
                 mode=new_mode, prior=prior,
             )  # fmt: skip
+            # Neither a revival nor a sweep moved a tombstone: the next counters are known.
+            tx.due_kept = deleted is None and not tx.sweep_due(now)
             retention.sweep(self, tx, now)
             tx.settle(made)
             tx.foresee(self.q.look_file, rel, looking)
