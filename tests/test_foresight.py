@@ -58,3 +58,26 @@ def test_the_least_recently_foreseen_paths_go_first() -> None:
     for seq, path in enumerate("abc"):
         seen.committed(seq, [], COUNTERS, [(LOOK, path, (path,))])
     assert [seen.row(LOOK, p) for p in "abc"] == [None, ("b",), ("c",)]
+
+
+def test_a_new_name_is_one_in_a_directory_written_in_that_no_commit_changed() -> None:
+    seen = Foresight()
+    assert not seen.new_name("d/a", "d")  # nothing known of d
+    seen.committed(1, ["d/x"], COUNTERS, [(LOOK, "d/x", ("x1",))], dirs=["d"])
+    assert seen.new_name("d/a", "d")
+    assert not seen.new_name("d/x", "d")  # written: it has a history
+    assert not seen.new_name("e/a", "e")
+    seen.committed(2, ["d/x"], COUNTERS)  # its delete: the row goes, the history stays
+    assert not seen.new_name("d/x", "d")
+
+
+def test_a_directory_a_change_reached_is_not_known_any_more() -> None:
+    seen = Foresight()
+    seen.committed(1, [], COUNTERS, dirs=["d", "e", "f"])
+    seen.committed(2, ["d"], COUNTERS)  # removed (a recursive delete records it)
+    assert [seen.new_name(f"{p}/a", p) for p in "def"] == [False, True, True]
+    seen.committed(3, None, COUNTERS)  # a directory's rename: anything may have moved
+    assert not seen.new_name("e/a", "e")
+    seen.committed(4, [], COUNTERS, dirs=["f"])
+    seen.missed()  # someone else changed the tree
+    assert not seen.new_name("f/a", "f")

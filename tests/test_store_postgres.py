@@ -13,7 +13,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from memfs.errors import Conflict, NoSuchTree, NotFound, ReadOnlyStore, StoreUnavailable
+from memfs.errors import (
+    AlreadyExists,
+    Conflict,
+    NoSuchTree,
+    NotFound,
+    ReadOnlyStore,
+    StoreUnavailable,
+)
 from memfs.store import Store, list_trees, open_store, postgres, postgres_schema
 from memfs.store.base import Entry
 from memfs.store.engine import SqlStore
@@ -239,7 +246,8 @@ def test_a_mutation_is_two_round_trips_and_a_foreseen_write_one(
     """A mutation reads what its checks need in one round trip and sends its changes
     with the commit in the next (one more when it finds history due for sweeping). A
     write whose reads the store foresees (the file it wrote before, nothing wider
-    changed since) sends its guesses, its changes and the commit in one.
+    changed since; a create-only write of a name never used in a directory it wrote
+    in) sends its guesses, its changes and the commit in one.
 
     Counted where the store must wait for the server, whatever the timing: in pipeline
     mode statements are sent without waiting, so a round trip is each first read of a
@@ -304,7 +312,13 @@ def test_a_mutation_is_two_round_trips_and_a_foreseen_write_one(
                 lambda: store.write("d/b.md", b"newer\n", author=A, expected_rev=made[0].rev),
                 1,
             ),
+            # A create-only write of a name never used, in a directory written in.
+            ("a new name", lambda: store.write("d/n.md", b"n\n", author=A, expected_rev=0), 1),
             ("a rename", lambda: store.rename("d/b.md", "d/c.md", author=A), 2),
+            ("a delete", lambda: store.delete("d/n.md", author=A), 2),
+            # The name has a history now: what the write finds there is read first, and
+            # it finds the delete's tombstone due (one more to read what to sweep).
+            ("the name again", lambda: store.write("d/n.md", b"m\n", author=A, expected_rev=0), 3),
             ("a delete", lambda: store.delete("d/c.md", author=A), 2),
             # The next mutation finds the tombstone due: one more to read what to sweep.
             ("a sweeping write", lambda: store.write("d/e.md", b"e\n", author=A), 3),
@@ -515,6 +529,38 @@ def test_a_wrong_guess_is_written_again_from_what_is_read(
     with pytest.raises(Conflict):
         here.write("f.md", b"stale", author=A, expected_rev=other.rev)
     assert here.read("f.md")[0] == b"last"
+
+
+def test_a_name_wrongly_guessed_new_is_refused_from_what_is_read(
+    stores: Callable[..., Store], pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create-only write guesses that a name in a directory this store wrote in is
+    new. Where it is not (the store forgot it made it; another host took it), the
+    server refuses the guess and the write is refused as what is read says: the file
+    there is never written over."""
+    from memfs.store import foresight
+
+    monkeypatch.setattr(foresight, "PAUSE_AFTER_MISS", 0)
+    url = pg_cluster.url()
+    here, there = stores(url), stores(url)
+    assert isinstance(here, SqlStore)
+    # Room for one path: the next write makes this store forget it wrote d/a.md.
+    here._foresight = seen = foresight.Foresight(kept_paths=1)
+    here.write("d/a.md", b"a", author=A, parents=True)
+    here.write("d/b.md", b"b", author=A)
+    assert seen.new_name("d/a.md", "d")  # wrong: the counters alone are right
+    hits = seen.hits
+    with pytest.raises(AlreadyExists):
+        here.write("d/a.md", b"over", author=A, expected_rev=0)
+    assert (seen.misses, seen.hits, here.read("d/a.md")[0]) == (1, hits, b"a")
+    here.write("d/c.md", b"c", author=A, expected_rev=0)  # read: the miss forgot d
+    here.write("d/e.md", b"e", author=A, expected_rev=0)  # guessed again
+    assert (seen.misses, seen.hits) == (1, hits + 1)
+    there.write("d/f.md", b"theirs", author="other")
+    with pytest.raises(AlreadyExists):
+        here.write("d/f.md", b"mine", author=A, expected_rev=0)
+    assert seen.misses == 2 and here.read("d/f.md")[0] == b"theirs"
+    assert [e.path for e in here.listdir("d")] == [f"d/{n}.md" for n in "abcef"]
 
 
 def test_a_foreseen_write_is_checked_under_the_lock(stores: Callable[..., Store]) -> None:

@@ -83,6 +83,10 @@ def _reached(records: Sequence[Mapping[str, object]]) -> list[str] | None:
 
 _NO_PARAMS: Params = {}
 
+# What a write's look (statements.look_file) finds at a name that never was, in a
+# directory: no entry, no tombstone, no revisions.
+_NEW_NAME: Row = (None, None, None, None, None, None, "dir", None, None, 0, None)
+
 # What a change found at its path: kind, content hash, size, mode, symlink target.
 Prior = tuple[str, str | None, int | None, int | None, str | None]
 
@@ -152,17 +156,25 @@ class Tx:
         self.foresight: Foresight | None = None
         self.guessing = False  # its counters were guessed: its other reads may be
         self.foreseen: list[tuple[str, str, Pending]] = []
+        self.wrote_in: list[str] = []  # directories it wrote in or made
         self.after: Pending | None = None  # the counters, read again after finish
         # The counters after finish are known without reading them: the mutation left
         # the tombstones (whose earliest due time is one of them) as they were.
         self.due_kept = False
 
-    def expect(self, sql: str, path: str, params: Params) -> Pending:
+    def expect(self, sql: str, path: str, params: Params, new_name: Row | None = None) -> Pending:
         """``sql`` (a statement about ``path``, its parameters made from it), answered
-        from what is foreseen when this transaction guesses."""
+        from what is foreseen when this transaction guesses; ``new_name``: its answer
+        about a name that never was, guessed where the foresight says ``path`` is one."""
         guess = None
         if self.guessing and self.foresight is not None:
             guess = self.foresight.row(sql, path)
+            if (
+                guess is None
+                and new_name is not None
+                and self.foresight.new_name(path, parent_of(path))
+            ):
+                guess = new_name
         return self.db.expect(sql, params, guess)
 
     def foresee(self, sql: str, path: str, params: Params) -> None:
@@ -482,7 +494,7 @@ class SqlStore(Store):
         counters = None if tx.after is None else tx.after.one()
         if tx.due_kept and tx.foreseen:
             counters = (tx.rev, tx.seq, tx.due, tx.op)  # as the dialect's begin reads them
-        self._foresight.committed(tx.seq, changed, counters, rows)
+        self._foresight.committed(tx.seq, changed, counters, rows, tx.wrote_in)
 
     def _operation_rows(self, tx: Tx) -> list[tuple[str, Params]]:
         """The statements writing the operation rows of what this transaction recorded
@@ -803,6 +815,7 @@ class SqlStore(Store):
         self.record(tx, "mkdir", path, author, now, rev=rev, mode=mode & 0o7777)
         made = Entry(path, "dir", 0, mode & 0o7777, now, now, rev)
         tx.settle(made)
+        tx.wrote_in.append(path)
         return made
 
     def write(
@@ -824,7 +837,10 @@ class SqlStore(Store):
 
         def write(tx: Tx) -> Entry:
             looking = {"p": rel, "parent": parent_of(rel)}
-            look = tx.expect(self.q.look_file, rel, looking)
+            # Only a create-only write guesses a new name: a plain write to a name this
+            # store has not written is more often a file someone else made.
+            new_name = _NEW_NAME if expected_rev == 0 else None
+            look = tx.expect(self.q.look_file, rel, looking, new_name)
             usage = self._ask_usage(tx)
             row = look.one()
             assert row is not None  # one row whatever is there
@@ -875,6 +891,7 @@ class SqlStore(Store):
             retention.sweep(self, tx, now)
             tx.settle(made)
             tx.foresee(self.q.look_file, rel, looking)
+            tx.wrote_in.append(parent_of(rel))
             return made
 
         return self._mutate(write)

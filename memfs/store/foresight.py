@@ -2,7 +2,7 @@
 just before they committed: so a server backend can send a mutation's writes with its
 reads, in one round trip (:meth:`memfs.store.sql.Cursor.expect`).
 
-Two kinds of answers are kept:
+Three kinds of answers are kept:
 
 - the tree's counters (the dialect's ``begin``), read again at the end of a transaction
   that foresees. They stay true until anyone commits again, so one transaction claims
@@ -12,6 +12,10 @@ Two kinds of answers are kept:
   transaction changed the path. It stays true until a change reaches that path: this
   store's own later commits drop the rows of the paths they changed, or all of them for
   a change that reached paths it has no record of (a directory's rename, a batch).
+- the directories its transactions wrote in or made, and the paths they changed. A
+  name that is neither (:meth:`Foresight.new_name`) in one of those directories is, if
+  nobody else got there, a name that never was: a create-only write guesses what its
+  look at such a name finds.
 
 Nothing here needs to be right: every guess is checked by the server, in the
 transaction, under the tree's lock, and a wrong one only costs the mutation a second
@@ -43,6 +47,10 @@ class Foresight:
         # The feed number of the newest commit heard of: answers read before it are stale.
         self._seq = -1
         self._rows: OrderedDict[str, dict[str, Row]] = OrderedDict()
+        # Directories this store's commits wrote in or made, and the paths they changed
+        # (which have a history, so a create there finds more than nothing).
+        self._dirs: OrderedDict[str, None] = OrderedDict()
+        self._changed: OrderedDict[str, None] = OrderedDict()
         self._paused = 0
         self.hits = self.misses = 0
 
@@ -60,23 +68,34 @@ class Foresight:
         with self._lock:
             return self._rows.get(path, {}).get(sql)
 
+    def new_name(self, path: str, parent: str) -> bool:
+        """Whether ``path`` (in ``parent``) is, as far as this store's commits tell, a
+        name in a directory that has never held anything there."""
+        with self._lock:
+            return parent in self._dirs and path not in self._changed and path not in self._rows
+
     def committed(
         self,
         seq: int,
         changed: Iterable[str] | None,
         counters: Row | None = None,
         rows: Iterable[tuple[str, str, Row]] = (),
+        dirs: Iterable[str] = (),
     ) -> None:
         """A transaction of this store committed, up to feed number ``seq``: forget
-        what it made stale (the rows of the ``changed`` paths; everything for None),
-        then keep what it read just before its commit (``counters``, and ``rows`` as
-        (statement, path, row))."""
+        what it made stale (the rows and directories of the ``changed`` paths;
+        everything for None), then keep what it read just before its commit
+        (``counters``, and ``rows`` as (statement, path, row)) and the ``dirs`` it
+        wrote in or made."""
         with self._lock:
             if changed is None:
                 self._rows.clear()
+                self._dirs.clear()
             else:
                 for path in changed:
                     self._rows.pop(path, None)
+                    self._dirs.pop(path, None)
+                    _keep(self._changed, path, self._kept)
             if seq < self._seq:
                 return  # another thread committed after it: what it read may be stale
             self._seq = seq
@@ -86,6 +105,8 @@ class Foresight:
                 self._rows.move_to_end(path)
             while len(self._rows) > self._kept:
                 self._rows.popitem(last=False)
+            for path in dirs:
+                _keep(self._dirs, path, self._kept)
 
     def hit(self) -> None:
         with self._lock:
@@ -98,4 +119,13 @@ class Foresight:
             self.misses += 1
             self._counters = None
             self._rows.clear()
+            self._dirs.clear()
             self._paused = PAUSE_AFTER_MISS
+
+
+def _keep(kept: OrderedDict[str, None], path: str, most: int) -> None:
+    """Add ``path`` to ``kept`` as its newest, the oldest going beyond ``most``."""
+    kept[path] = None
+    kept.move_to_end(path)
+    while len(kept) > most:
+        kept.popitem(last=False)
