@@ -7,11 +7,11 @@ With a server URL (``--url postgresql://...``, or ``--postgres`` for a throwaway
 from tests/fixtures/postgres.py) the SQLite store is measured first in the same run, so
 the two backends compare on one machine at one moment.
 
-For each of stat, read, write, rename, atomic save and listdir it prints the median
-ops/s of 5 rounds for the store and for the same operation on a temporary directory
-(``os.stat``, open+read, write-to-temp+rename, ``os.rename`` to another name and back
-on the next call, write a temp file + rename it over the file, ``scandir`` with a stat
-per entry), and the ratio. Plain writes
+For each of stat, read, write, create, rename, atomic save and listdir it prints the
+median ops/s of 5 rounds for the store and for the same operation on a temporary
+directory (``os.stat``, open+read, write-to-temp+rename, an exclusive create of a new
+name and its write, ``os.rename`` to another name and back on the next call, write a
+temp file + rename it over the file, ``scandir`` with a stat per entry), and the ratio. Plain writes
 are not fsynced, like the SQLite store's default ``synchronous=normal`` commits.
 
 With a server it then runs the memory tool handler's mixed workload through a mount
@@ -93,6 +93,22 @@ def toggler(rename: Callable[[str, str], object], order: list[str]) -> Callable[
     return op
 
 
+def creator(create: Callable[[str], object], dirs: int) -> Callable[[int], object]:
+    """An op creating a name never used before (the model's ``create``), in turn in
+    each directory."""
+    made = iter(range(2**62))
+
+    def op(i: int) -> object:
+        return create(f"d{i % dirs}/new-{next(made)}.md")
+
+    return op
+
+
+def plain_create(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+
+
 def store_save(store: Store, path: str, data: bytes) -> None:
     store.write(path + ".tmp", data, author="bench")
     store.rename(path + ".tmp", path, author="bench", overwrite=True)
@@ -119,6 +135,12 @@ def compare(store: Store, plain: Path, paths: list[str], dirs: int, scale: float
             n(300),
             lambda i: store.write(order[i], body, author="bench"),
             lambda i: plain_write(plain, order[i], body),
+        ),
+        (
+            "create 1 KiB",
+            n(300),
+            creator(lambda p: store.write(p, body, author="bench", expected_rev=0), dirs),
+            creator(lambda p: plain_create(plain / p, body), dirs),
         ),
         (
             "rename",
