@@ -381,8 +381,11 @@ def test_the_benchmark_script_runs(tmp_path: Path) -> None:
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr
-    operations = ("stat", "read 1 KiB", "write 1 KiB", "rename", "atomic save", "listdir")
-    for operation in (*operations, "stat query"):
+    operations = (
+        "stat", "read 1 KiB", "write 1 KiB", "create 1 KiB", "rename", "atomic save", "listdir",
+        "stat query",
+    )  # fmt: skip
+    for operation in operations:
         line = next(x for x in result.stdout.splitlines() if x.startswith(operation))
         assert float(line.split()[-1]) > 0
     assert list(tmp_path.iterdir()) == []  # its temporary directory is gone
