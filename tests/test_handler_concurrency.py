@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -221,6 +222,44 @@ def test_an_editor_saving_by_rename_is_seen_too(h: MemoryHandler, tmp_path: Path
     cmd = {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": "mine"}
     assert h.execute(cmd) == Result("The file /memories/f.md has been edited.", False)
     assert path.read_text() == "alpha\nmine\nsaved by the editor\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        {"command": "view", "path": "/memories/f.md"},
+        {"command": "str_replace", "path": "/memories/f.md", "old_str": "alpha", "new_str": "A"},
+    ],
+    ids=["view", "str_replace"],
+)
+def test_a_file_replaced_between_its_open_and_its_fstat_is_opened_again(
+    h: MemoryHandler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: dict[str, str]
+) -> None:
+    """On a FUSE mount, the fstat of a file that another writer replaced (by a rename)
+    right after the handler opened it answers ESTALE: the kernel forgot the old inode.
+    The handler opens the name again, and works on the file that replaced it."""
+    path = tmp_path / "mem" / "f.md"
+    path.write_text("alpha\n")
+    real_fstat = os.fstat
+    replaced: list[int] = []
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        if not replaced and st.st_ino == os.stat(path).st_ino:
+            tmp = path.with_name(".goutputstream-X")
+            tmp.write_text("alpha\nsaved meanwhile\n")
+            os.rename(tmp, path)
+            replaced.append(fd)
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+        return st
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    result = h.execute(command)
+    assert replaced and result.is_error is False, result.content
+    if command["command"] == "view":
+        assert "saved meanwhile" in result.content
+    else:
+        assert path.read_text() == "A\nsaved meanwhile\n"
 
 
 def test_same_size_rewrite_with_restored_mtime_is_still_seen(

@@ -62,6 +62,8 @@ from memfs.paths import MemPath
 TEMP_PREFIX = ".tmp-memfs-"
 # Losing the lock race to another memfs handler is progress, not interference: allow many.
 LOCK_TRIES = 1000
+# Opens of a name found replaced between the open and its fstat, before giving up.
+STALE_TRIES = 100
 
 # O_NONBLOCK: opening a FIFO someone planted must not hang the handler.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -224,15 +226,24 @@ class DirTree:
         return lstat_at(dir_fd, name) is not None
 
     def _open_file(self, dir_fd: int, path: MemPath) -> tuple[int, os.stat_result]:
-        try:
-            fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            raise NotFound(path.model, path=path.model) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise SymlinkRefused(path.model, path=path.model) from None
-            raise
-        st = os.fstat(fd)
+        for tries_left in reversed(range(STALE_TRIES)):
+            try:
+                fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise NotFound(path.model, path=path.model) from None
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise SymlinkRefused(path.model, path=path.model) from None
+                raise
+            try:
+                st = os.fstat(fd)
+                break
+            except OSError as exc:
+                os.close(fd)
+                # On a FUSE mount a file another writer replaced right after our open
+                # answers ESTALE (libfuse forgot its inode): the name is the new file.
+                if exc.errno != errno.ESTALE or not tries_left:
+                    raise
         # st_nlink is 0, not 1, when the file was replaced right after we opened it: the
         # caller's identity checks deal with that.
         if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1:
