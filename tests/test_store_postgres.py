@@ -561,35 +561,3 @@ def test_a_name_wrongly_guessed_new_is_refused_from_what_is_read(
         here.write("d/f.md", b"mine", author=A, expected_rev=0)
     assert seen.misses == 2 and here.read("d/f.md")[0] == b"theirs"
     assert [e.path for e in here.listdir("d")] == [f"d/{n}.md" for n in "abcef"]
-
-
-def test_a_foreseen_write_is_checked_under_the_lock(stores: Callable[..., Store]) -> None:
-    """Writers of one store meet on one file: whatever each guessed, every update
-    survives and the counters of the tree stay in order."""
-    store = stores()
-    store.write("n", b"0", author=A)
-    errors: list[BaseException] = []
-
-    def bump() -> None:
-        try:
-            for _ in range(30):
-                while True:
-                    content, entry = store.read("n")
-                    try:
-                        store.write("n", b"%d" % (int(content) + 1), author=A,
-                                    expected_rev=entry.rev)  # fmt: skip
-                        break
-                    except Conflict:
-                        continue
-        except BaseException as e:  # reported below: a thread cannot fail the test
-            errors.append(e)
-
-    threads = [threading.Thread(target=bump) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors and not any(t.is_alive() for t in threads)
-    assert store.read("n")[0] == b"120"
-    seqs = [c.seq for c in store.changes(0)]
-    assert seqs == list(range(1, 122))

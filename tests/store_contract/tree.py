@@ -134,6 +134,9 @@ class TreeContract:
             t.join(timeout=60)
         assert not errors and not any(t.is_alive() for t in threads)
         assert store.read("counter")[0] == b"100"
+        # Whatever a server backend guessed for them, the feed numbers stay in order.
+        seqs = [c.seq for c in store.changes(0)]
+        assert seqs == list(range(seqs[0], seqs[0] + 101))
 
     def test_readers_never_see_a_mutation_half_done(self, store: Store) -> None:
         # "y" is replaced by rename-with-overwrite again and again: a reader must always
