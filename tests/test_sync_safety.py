@@ -17,7 +17,7 @@ import pytest
 from memfs.errors import SyncError
 from memfs.store import open_store
 from memfs.sync import Mirror
-from memfs.sync.disk import Busy, Disk, sha256
+from memfs.sync.disk import Busy, Disk, Replaced, sha256
 from tests.fixtures.sync import SyncRig, wait_for
 
 AGENT = "agent"
@@ -217,6 +217,41 @@ def test_two_mirrors_cannot_share_one_state(sync_rig: SyncRig) -> None:
     sync_rig.start()
     with pytest.raises(SyncError, match="already running"):
         sync_rig.once()
+
+
+def test_a_read_only_directory_is_synced_once_it_can_be_written(
+    sync_rig: SyncRig,
+    read_only_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mirror whose directory is read-only says so once, not once a try (each try's
+    message names a new temporary file), looks again at its rescans, and syncs as soon
+    as the directory can be written."""
+    sync_rig.store.write("a.md", b"a\n", author=AGENT)
+    tries: list[str] = []
+    real_replace = Disk.replace
+
+    def replace(
+        self: Disk, rel: str, data: bytes, expected_sha: str | None, mode: int = 0o600
+    ) -> Replaced | None:
+        tries.append(rel)
+        return real_replace(self, rel, data, expected_sha, mode)
+
+    monkeypatch.setattr(Disk, "replace", replace)
+    caplog.set_level(logging.WARNING, logger="memfs.sync")
+    state = sync_rig.tmp / "ro-state" / "sync.json"
+    mirror = Mirror(read_only_dir, sync_rig.url, state_path=state, rescan=0.2)
+    mirror.start()
+    try:
+        wait_for(lambda: len(tries) >= 3, what="three tries at the read-only directory")
+        subprocess.run(["mount", "-o", "remount,rw", str(read_only_dir)], check=True)
+        written = read_only_dir / "a.md"
+        wait_for(lambda: written.exists() and written.read_bytes() == b"a\n", what="a.md")
+    finally:
+        mirror.stop()
+    warned = [r for r in caplog.records if r.getMessage().startswith("cannot sync a.md now")]
+    assert len(warned) == 1, [r.getMessage() for r in warned]
 
 
 def test_a_damaged_state_costs_a_rescan_not_data(

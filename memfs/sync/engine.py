@@ -11,6 +11,7 @@ caller as paths to look at again, via ``later`` and ``again``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import time
@@ -41,6 +42,9 @@ log = logging.getLogger("memfs.sync")
 # A file a tree cap keeps out of the store is tried again this often (the log line is
 # written once per content): room appears when something is deleted, by anyone.
 CAP_RETRY_S = 2.0
+# What a file system answers that does not mend itself in a second (read-only, full,
+# refused): tried again at the next rescan, not every second. A one-off pass ends then.
+LASTING_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM})
 
 
 class Engine(BothSides):
@@ -214,8 +218,12 @@ class Engine(BothSides):
         except PathError as e:
             self.warn_once(look.path, "refused", "not syncing %s: %s", look.path, e)
         except (OSError, StoreError) as e:
-            self.warn_once(look.path, ("err", str(e)), "cannot sync %s now: %s", look.path, e)
-            self.later[look.path] = time.monotonic() + 1.0
+            # By errno: the message of a failed save names its fresh temporary file.
+            lasting = isinstance(e, OSError) and e.errno in LASTING_ERRNOS
+            key = ("err", e.errno if isinstance(e, OSError) else str(e))
+            self.warn_once(look.path, key, "cannot sync %s now: %s", look.path, e)
+            if not lasting:
+                self.later[look.path] = time.monotonic() + 1.0
 
     def _apply(self, look: Look, action: Action) -> None:
         path, base = look.path, self.state.entries.get(look.path)
