@@ -561,3 +561,19 @@ def test_a_name_wrongly_guessed_new_is_refused_from_what_is_read(
         here.write("d/f.md", b"mine", author=A, expected_rev=0)
     assert seen.misses == 2 and here.read("d/f.md")[0] == b"theirs"
     assert [e.path for e in here.listdir("d")] == [f"d/{n}.md" for n in "abcef"]
+
+
+def test_a_batch_leaves_no_directory_known_to_write_new_names_in(
+    stores: Callable[..., Store],
+) -> None:
+    """A batch's later mutations may remove what its earlier ones wrote in: after it, a
+    create-only write reads before it guesses again."""
+    store = stores()
+    assert isinstance(store, SqlStore) and store._foresight is not None
+    with store.batch():
+        store.write("d/x.md", b"x", author=A, parents=True)
+        store.delete("d", author=A, recursive=True)
+    assert not store._foresight.new_name("d/y.md", "d")
+    with pytest.raises(NotFound):
+        store.write("d/y.md", b"y", author=A, expected_rev=0)
+    assert store._foresight.misses == 0

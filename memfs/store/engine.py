@@ -494,7 +494,9 @@ class SqlStore(Store):
         counters = None if tx.after is None else tx.after.one()
         if tx.due_kept and tx.foreseen:
             counters = (tx.rev, tx.seq, tx.due, tx.op)  # as the dialect's begin reads them
-        self._foresight.committed(tx.seq, changed, counters, rows, tx.wrote_in)
+        # A batch's later mutations may have removed what its earlier ones wrote in.
+        dirs = () if batch else tx.wrote_in
+        self._foresight.committed(tx.seq, changed, counters, rows, dirs)
 
     def _operation_rows(self, tx: Tx) -> list[tuple[str, Params]]:
         """The statements writing the operation rows of what this transaction recorded
