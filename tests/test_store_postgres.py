@@ -577,3 +577,44 @@ def test_a_batch_leaves_no_directory_known_to_write_new_names_in(
     with pytest.raises(NotFound):
         store.write("d/y.md", b"y", author=A, expected_rev=0)
     assert store._foresight.misses == 0
+
+
+def test_two_hosts_creating_the_same_new_names_make_one_winner_each(
+    stores: Callable[..., Store], pg_cluster: PgCluster
+) -> None:
+    """Two stores on one tree (two hosts), each guessing the names new in a directory
+    both wrote in, race to create the same names: each name has exactly one winner,
+    the loser is told AlreadyExists, and the file holds the winner's bytes."""
+    url = pg_cluster.url()
+    hosts = [stores(url), stores(url)]
+    for i, store in enumerate(hosts):
+        store.write(f"d/seed-{i}.md", b"seed", author=A, parents=True)
+    names = [f"d/n{i}.md" for i in range(60)]
+    won: list[dict[str, bytes]] = [{}, {}]
+    lost: list[list[str]] = [[], []]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def create(i: int) -> None:
+        try:
+            start.wait(timeout=30)
+            for name in names:
+                data = b"host %d" % i
+                try:
+                    hosts[i].write(name, data, author=f"host-{i}", expected_rev=0)
+                    won[i][name] = data
+                except AlreadyExists:
+                    lost[i].append(name)
+        except BaseException as e:  # reported below: a thread cannot fail the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert sorted([*won[0], *won[1]]) == sorted(names)
+    assert sorted([*lost[0], *lost[1]]) == sorted(names)
+    for name in names:
+        assert hosts[0].read(name)[0] == {**won[0], **won[1]}[name]
