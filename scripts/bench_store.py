@@ -11,8 +11,9 @@ For each of stat, read, write, create, rename, atomic save and listdir it prints
 median ops/s of 5 rounds for the store and for the same operation on a temporary
 directory (``os.stat``, open+read, write-to-temp+rename, an exclusive create of a new
 name and its write, ``os.rename`` to another name and back on the next call, write a
-temp file + rename it over the file, ``scandir`` with a stat per entry), and the ratio. Plain writes
-are not fsynced, like the SQLite store's default ``synchronous=normal`` commits.
+temp file + rename it over the file, ``scandir`` with a stat per entry), and the ratio.
+Plain writes are not fsynced, like the SQLite store's default ``synchronous=normal``
+commits.
 
 With a server it then runs the memory tool handler's mixed workload through a mount
 of a new SQLite store and through a mount of a new tree of the server, both at once,
@@ -27,6 +28,7 @@ design the SQLite backend could have used.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import sqlite3
@@ -96,7 +98,7 @@ def toggler(rename: Callable[[str, str], object], order: list[str]) -> Callable[
 def creator(create: Callable[[str], object], dirs: int) -> Callable[[int], object]:
     """An op creating a name never used before (the model's ``create``), in turn in
     each directory."""
-    made = iter(range(2**62))
+    made = itertools.count()
 
     def op(i: int) -> object:
         return create(f"d{i % dirs}/new-{next(made)}.md")

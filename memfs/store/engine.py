@@ -61,7 +61,7 @@ from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
 from memfs.store.rules import need_file, parent_of
 from memfs.store.sql import Backend, Cursor, GuessMissed, Params, Pending, Row, SearchIndex
-from memfs.store.statements import ALL, Statements
+from memfs.store.statements import ALL, LOOK_FILE_NEW_NAME, Statements
 
 _MAX_SEQ = 2**63 - 1
 _T = TypeVar("_T")
@@ -82,10 +82,6 @@ def _reached(records: Sequence[Mapping[str, object]]) -> list[str] | None:
 
 
 _NO_PARAMS: Params = {}
-
-# What a write's look (statements.look_file) finds at a name that never was, in a
-# directory: no entry, no tombstone, no revisions.
-_NEW_NAME: Row = (None, None, None, None, None, None, "dir", None, None, 0, None)
 
 # What a change found at its path: kind, content hash, size, mode, symlink target.
 Prior = tuple[str, str | None, int | None, int | None, str | None]
@@ -841,7 +837,7 @@ class SqlStore(Store):
             looking = {"p": rel, "parent": parent_of(rel)}
             # Only a create-only write guesses a new name: a plain write to a name this
             # store has not written is more often a file someone else made.
-            new_name = _NEW_NAME if expected_rev == 0 else None
+            new_name = LOOK_FILE_NEW_NAME if expected_rev == 0 else None
             look = tx.expect(self.q.look_file, rel, looking, new_name)
             usage = self._ask_usage(tx)
             row = look.one()

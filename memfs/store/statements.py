@@ -11,7 +11,7 @@ take "%" and "_" in names as wildcards.
 
 from __future__ import annotations
 
-from memfs.store.sql import Dialect
+from memfs.store.sql import Dialect, Row
 
 COLS = "path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, target"
 E_COLS = ", ".join("e." + c for c in COLS.split(", "))
@@ -37,6 +37,9 @@ BELOW = "path > :p || '/' AND path < :p || '0'"
 # One row whatever the joins to it find: reads of an entry, its parent and its history
 # are one statement, so one snapshot, on every database.
 ONE = "(SELECT 1 AS one) o"
+# What look_file (below) answers at a name that never was, in a directory: no entry,
+# no tombstone, no revisions (a create-only write guesses it: memfs.store.foresight).
+LOOK_FILE_NEW_NAME: Row = (None, None, None, None, None, None, "dir", None, None, 0, None)
 # LIMIT for "no limit" (SQLite and PostgreSQL spell "none" differently).
 ALL = 2**62
 
