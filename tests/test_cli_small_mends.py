@@ -51,7 +51,12 @@ def test_make_run_mount_umount_and_agent_share_one_default_mountpoint(tmp_path: 
 
 
 def test_status_json_lists_a_mount(memfs_mount: MountHandle, tmp_path: Path) -> None:
-    (memfs_mount.mountpoint / "a.md").write_text("a\n")
+    # Counted from the store: fsync commits the file now, not after the mount's quiet
+    # period (which a loaded machine can stretch past the status call).
+    with open(memfs_mount.mountpoint / "a.md", "w") as f:
+        f.write("a\n")
+        f.flush()
+        os.fsync(f.fileno())
     home = tmp_path / "home"
     home.mkdir()
     done = run("status", "--json", home=home)
