@@ -62,7 +62,7 @@ def test_a_merge_keeps_what_each_side_kept_of_the_base(
     if merged is None:
         return
     # Each side's own new bytes are in the result (as a contiguous run).
-    from memfs.store.rebase import _region
+    from memfs.store.merge import _region
 
     for side in (ours, theirs):
         start, _, end = _region(base, side)

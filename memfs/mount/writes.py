@@ -35,9 +35,9 @@ The promises, and where each is kept:
 5. **Every change knows its base.** A buffer commits against the revision it was loaded
    from (compare-and-set), through :func:`memfs.store.rebase.land`: when another mount,
    host or door committed in between, appends are rebased onto the newer content, a
-   whole-file replacement wins (the content it replaced stays a revision), and bytes
-   both changed are a conflict, kept as a conflict copy beside the file and named in
-   ``memfs status``. O_APPEND writes go at the end of what this mount holds, whatever
+   whole-file save is merged with what changed since its writer read the file (a file
+   created here: since it was empty), and lines both changed are a conflict, kept as a
+   conflict copy beside the file and named in ``memfs status``. O_APPEND writes go at the end of what this mount holds, whatever
    offset the kernel computed from a size it cached before another writer's append; a
    change seen on the feed for a file with pending writes commits (rebases) it at once.
 """
@@ -148,8 +148,9 @@ class Health:
     # The store cannot be reached (a server away): why, and since when (epoch seconds).
     store_problem: str = ""
     store_down_since: float = 0.0
-    # Writes that met another writer's change to the same bytes: "PATH -> COPY", newest
-    # last (the copy holds this mount's version; PATH keeps the other one).
+    # Writes that met another writer's change to the same lines: "PATH -> COPY", newest
+    # last (the copy holds the version that did not keep PATH: this mount's for an edit,
+    # the other writer's for a save of the whole file).
     conflicts: tuple[str, ...] = ()
     # The store's storage went away under the mount (its file deleted, replaced, moved;
     # a tree dropped): what happened and where memfs saved what it held. Writes answer
@@ -834,6 +835,26 @@ class PendingWrites:
                 landing.over,
                 buf.author,
                 landing.copy,
+            )
+        elif landing.outcome == "displaced" and landing.copy is not None:
+            self._on_stale(landing.copy)
+            self._conflicts.append(f"{buf.path} -> {landing.copy}")
+            del self._conflicts[:-CONFLICTS_SHOWN]
+            log.warning(
+                "memfs: conflict: %s's save of %s changed the lines another writer changed"
+                " since it read the file; the save stands, and the revision %s it replaced"
+                " is kept as %s",
+                buf.author,
+                buf.path,
+                landing.over,
+                landing.copy,
+            )
+        elif landing.outcome == "merged":
+            log.info(
+                "memfs: %s's save of %s was merged with revision %s by another writer",
+                buf.author,
+                buf.path,
+                landing.over,
             )
         elif landing.outcome == "replaced":
             log.warning(

@@ -10,12 +10,20 @@ brought onto the newer content by the rules below, and never written over it bli
   O_APPEND writes do): its tail goes after the newer content, so both writers' lines
   survive, as two O_APPEND writers' do on one local disk;
 - **whole** (:attr:`Shape.WHOLE`: the file was created, or truncated to nothing and
-  written, or a file renamed over it): the last writer wins; the content it replaced
-  stays a revision. Except over a history command (``memfs restore``, ``undo``,
-  ``import``): a change that predates the command must not revert it, so it is kept as a
-  conflict copy instead;
+  written, or a file renamed over it; a save of the whole file, as editors and agents
+  make): merged three ways (:func:`memfs.store.merge.merge3`: base, ours, theirs) with
+  what changed since the revision its writer read, so a line another writer added
+  meanwhile survives the save. A file created here has the empty file as its base: two
+  writers that create one name (``>>``, a logger, an editor's first save) keep both
+  contents, theirs first, as appends do. When the two changed the same lines, the save
+  still lands (last writer wins) and the content it replaced is kept whole as a
+  *conflict copy* beside the file, named after its writer (outcome ``displaced``).
+  Binary content, and a base no longer known, stay last writer wins (``replaced``: the
+  content it replaced stays a revision). Over a history command (``memfs restore``,
+  ``undo``, ``import``) a change that predates the command must not revert it: ours is
+  kept as a conflict copy instead;
 - **edit** (:attr:`Shape.EDIT`: bytes of the base changed in place): :func:`merge3` of
-  the base, ours and theirs when the two changed different bytes; when they changed the
+  the base, ours and theirs when the two changed different lines; when they changed the
   same ones it is a conflict: theirs stays current, ours is kept as a *conflict copy*
   beside the file (:func:`conflict_name`), a new file that passes the path gate and
   never replaces anything, so it is a revision like any other;
@@ -38,6 +46,8 @@ from typing import Literal
 
 from memfs.errors import AlreadyExists, Conflict, NotFound
 from memfs.store.base import Entry, Store
+from memfs.store.merge import is_text
+from memfs.store.merge import merge3 as merge3  # re-exported: the one merge of contents
 
 # Each failed compare-and-set means another writer committed: progress for them. Past
 # this many in a row the change is kept as a conflict copy rather than retried forever.
@@ -47,7 +57,7 @@ MAX_TRIES = 100
 # (memfs.history.author writes them as "memfs <command> (user NAME)").
 _PROTECTED = re.compile(r"^memfs (restore|undo|import) ")
 
-Outcome = Literal["written", "rebased", "replaced", "conflict", "recreated"]
+Outcome = Literal["written", "rebased", "merged", "replaced", "conflict", "displaced", "recreated"]
 
 
 class Shape(enum.Enum):
@@ -61,82 +71,15 @@ class Shape(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Landing:
     """What became of a change. ``entry`` is what is at the path now: ours (``written``,
-    ``recreated``, ``replaced``), the merge (``rebased``) or theirs (``conflict``, ours
-    then being at ``copy``). ``over`` is the newer revision the change met, if any."""
+    ``recreated``, ``replaced``; ``displaced``, theirs then being at ``copy``), the merge
+    (``rebased`` for an append or edit, ``merged`` for a whole save) or theirs
+    (``conflict``, ours then being at ``copy``). ``over`` is the newer revision the
+    change met, if any."""
 
     entry: Entry
     outcome: Outcome
     copy: str | None = None
     over: int | None = None
-
-
-def merge3(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """Both sides' changes to ``base`` in one result, or None when they overlap.
-
-    Each side's change is the one region between its common prefix and suffix with the
-    base (the prefix found first, so an append is an insertion at the end). Changes on
-    different lines of the base are applied together; two changes touching one line are
-    a conflict (a byte-exact merge inside a line would splice words, as diff3 refuses
-    to). Two insertions at one line boundary keep theirs first (theirs was committed
-    first), so two appends keep both tails in commit order.
-    """
-    if ours in (base, theirs):
-        return theirs
-    if theirs == base:
-        return ours
-    o_start, o_end, o_new = _region(base, ours)
-    t_start, t_end, t_new = _region(base, theirs)
-    mine, yours = ours[o_start:o_new], theirs[t_start:t_new]
-    if _overlap(base, (o_start, o_end, mine), (t_start, t_end, yours)):
-        return None
-    if t_end <= o_start:  # theirs first (also both inserting at the same place)
-        return base[:t_start] + yours + base[t_end:o_start] + mine + base[o_end:]
-    return base[:o_start] + mine + base[o_end:t_start] + yours + base[t_end:]
-
-
-def _lines(base: bytes, start: int, end: int, new: bytes) -> tuple[int, int]:
-    """The whole lines of ``base`` a change of ``base[start:end]`` into ``new`` touches.
-    Whole new lines inserted at a line boundary, or anything added at the end (an
-    append), touch none: the change stays a point. Text put in front of a line touches
-    that line (two such insertions would splice into one line)."""
-    at_boundary = start == 0 or base[start - 1 : start] == b"\n"
-    if start == end and (start == len(base) or (at_boundary and new.endswith(b"\n"))):
-        return start, start
-    first = base.rfind(b"\n", 0, start) + 1
-    last = base.find(b"\n", max(end - 1, start))
-    return first, len(base) if last < 0 else last + 1
-
-
-def _overlap(base: bytes, a: tuple[int, int, bytes], b: tuple[int, int, bytes]) -> bool:
-    (a0, a1), (b0, b1) = _lines(base, *a), _lines(base, *b)
-    if a0 == a1 and b0 == b1:
-        return False  # two insertions at line boundaries: both go in
-    if a0 == a1:
-        return b0 < a0 < b1
-    if b0 == b1:
-        return a0 < b0 < a1
-    return max(a0, b0) < min(a1, b1)
-
-
-def _region(base: bytes, other: bytes) -> tuple[int, int, int]:
-    """``(start, base_end, other_end)``: ``other`` is ``base`` with ``base[start:base_end]``
-    replaced by ``other[start:other_end]``, the smallest such region, prefix first."""
-    start = _common_prefix(base, other)
-    room = min(len(base), len(other)) - start
-    tail = _common_prefix(base[::-1][:room], other[::-1][:room]) if room else 0
-    return start, len(base) - tail, len(other) - tail
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, comparing large blocks first (memcmp)."""
-    n = min(len(a), len(b))
-    lo = 0
-    step = 1 << 16
-    while step:
-        while lo + step <= n and a[lo : lo + step] == b[lo : lo + step]:
-            lo += step
-        step //= 2
-    return lo
 
 
 _SIDE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -186,8 +129,9 @@ def land(
     file did not exist), by the module's rules.
 
     ``base_size``: the base's size (an append's own bytes are ``data[base_size:]``).
-    ``base``: the base's content for an edit's merge; when None it is read from the
-    store's history (a base no longer retained makes a conflicting edit a copy). ``mode``:
+    ``base``: the base's content for a merge; when None it is read from the store's
+    history (a base no longer retained makes a conflicting edit a copy, and a whole
+    save the last writer). ``mode``:
     the file's mode if it is created. ``side`` names the writer in a conflict copy's name.
     ``before_write(target, expected_rev, content)`` is called before each write is
     tried (a journal notes it, so a replay can tell a landed change from one that did
@@ -199,16 +143,23 @@ def land(
     outcome: Outcome = "written"
     over: int | None = None
     content = data
+    replaced = b""  # what a displacing save replaces (compare-and-set: exactly this)
     for _ in range(tries):
         note(path, expected, content)
         try:
             entry = store.write(
                 path, content, author=author, expected_rev=expected, mode=mode, parents=True
             )
-            return Landing(entry, outcome, None, over)
         except (Conflict, AlreadyExists, NotFound) as e:
             if isinstance(e, NotFound) and e.path != path:
                 raise  # a parent is missing or is not a directory: not a moved base
+        else:
+            if outcome != "displaced":
+                return Landing(entry, outcome, None, over)
+            assert over is not None
+            writer = _author_of(store, path, over)
+            copy = _write_copy(store, path, replaced, writer, mode, author, note)
+            return Landing(entry, outcome, copy, over)
         try:
             theirs, now = store.read(path)
         except NotFound:
@@ -221,7 +172,17 @@ def land(
         elif shape is Shape.WHOLE:
             if _protected_since(store, path, base_rev):
                 return _keep_copy(store, path, data, now, author, mode, side, note)
-            content, outcome = data, "replaced"
+            known = _base_of(store, path, base_rev, base)
+            if known is None or not is_text(known, data, theirs):
+                content, outcome = data, "replaced"
+            else:
+                merged = merge3(known, data, theirs)
+                if merged is None:  # ours lands; what it replaces is kept as a copy
+                    content, outcome, replaced = data, "displaced", theirs
+                elif merged == theirs:  # nothing of ours is missing from theirs
+                    return Landing(now, "merged", None, over)
+                else:
+                    content, outcome = merged, "merged"
         else:
             merged = _merge_edit(store, path, base_rev, base, data, theirs)
             if merged is None:
@@ -233,17 +194,29 @@ def land(
     return _keep_copy(store, path, data, theirs_entry, author, mode, side, note)
 
 
+def _base_of(store: Store, path: str, base_rev: int, base: bytes | None) -> bytes | None:
+    """The content a change was built on: given, the empty file for a file created by
+    its writer (``base_rev`` 0), else read from the history; None when it is no longer
+    retained (or was redacted): nothing to merge against."""
+    if base is not None:
+        return base
+    if base_rev == 0:
+        return b""
+    try:
+        return store.read_revision(path, base_rev)
+    except NotFound:
+        return None
+
+
 def _merge_edit(
     store: Store, path: str, base_rev: int, base: bytes | None, ours: bytes, theirs: bytes
 ) -> bytes | None:
-    if base is None:
-        if base_rev == 0:
-            return None
-        try:
-            base = store.read_revision(path, base_rev)
-        except NotFound:  # no longer retained (or redacted): nothing to merge against
-            return None
-    return merge3(base, ours, theirs)
+    if base is None and base_rev == 0:
+        return None
+    known = _base_of(store, path, base_rev, base)
+    if known is None:
+        return None
+    return merge3(known, ours, theirs, lines=is_text(known, ours, theirs))
 
 
 def _protected_since(store: Store, path: str, base_rev: int) -> bool:
@@ -253,6 +226,15 @@ def _protected_since(store: Store, path: str, base_rev: int) -> bool:
     except NotFound:
         return False
     return any(r.rev > base_rev and _PROTECTED.match(r.author) for r in revisions)
+
+
+def _author_of(store: Store, path: str, rev: int) -> str:
+    """The writer of revision ``rev`` of ``path``, as a conflict copy's name gives it."""
+    with contextlib.suppress(NotFound):
+        for r in store.history(path, limit=4):
+            if r.rev == rev:
+                return r.author
+    return "other"
 
 
 def _keep_copy(
@@ -266,13 +248,28 @@ def _keep_copy(
     note: Callable[[str, int, bytes], None],
 ) -> Landing:
     """Write ``data`` to a new conflict copy beside ``path``; theirs stays current."""
+    copy = _write_copy(store, path, data, side or author.split(" ", 1)[0], mode, author, note)
+    return Landing(theirs, "conflict", copy, theirs.rev)
+
+
+def _write_copy(
+    store: Store,
+    path: str,
+    data: bytes,
+    side: str,
+    mode: int | None,
+    author: str,
+    note: Callable[[str, int, bytes], None],
+) -> str:
+    """Write ``data`` as a new conflict copy beside ``path`` named after ``side``; its
+    path. It never replaces anything (a name taken meanwhile draws the next)."""
     parent, _, name = path.rpartition("/")
     when = datetime.now()
     taken: set[str] = set()
     while True:
         with contextlib.suppress(NotFound):
             taken.update(e.name for e in store.listdir(parent))
-        copy_name = conflict_name(name, when, side or author.split(" ", 1)[0], taken)
+        copy_name = conflict_name(name, when, side, taken)
         copy = f"{parent}/{copy_name}" if parent else copy_name
         note(copy, 0, data)
         try:
@@ -280,4 +277,4 @@ def _keep_copy(
         except AlreadyExists:
             taken.add(copy_name)  # made by someone else in between: draw the next name
             continue
-        return Landing(theirs, "conflict", copy, theirs.rev)
+        return copy

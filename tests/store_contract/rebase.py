@@ -1,6 +1,7 @@
 """Landing a change on a moved base (memfs.store.rebase), the same on every backend:
-compare-and-set, appends rebased in order, a whole rewrite winning (but never over a
-history command), an edit merged or kept as a conflict copy, a deleted file re-made."""
+compare-and-set, appends rebased in order, a whole save merged with what changed since
+its base (or landing with what it replaced kept as a copy; never over a history command),
+an edit merged or kept as a conflict copy, a deleted file re-made."""
 
 from __future__ import annotations
 
@@ -46,15 +47,46 @@ class RebaseContract:
         assert landing.outcome == "rebased"
         assert store.read("log.md")[0] == b"one\nfour\n"
 
-    def test_a_whole_rewrite_wins_and_the_replaced_content_stays_a_revision(
+    def test_whole_saves_of_different_lines_merge(self, store: Store) -> None:
+        base = store.write("MEMORY.md", b"one\ntwo\nthree\n", author=A)
+        store.write("MEMORY.md", b"one\ntwo\nthree\nend\n", author="a", expected_rev=base.rev)
+        landing = land(
+            store, "MEMORY.md", b"top\none\ntwo\nthree\n", base_rev=base.rev,
+            shape=Shape.WHOLE, author="b",
+        )  # fmt: skip
+        assert landing.outcome == "merged" and landing.copy is None
+        assert store.read("MEMORY.md")[0] == b"top\none\ntwo\nthree\nend\n"
+
+    def test_two_lines_added_at_the_end_by_whole_saves_both_stay(self, store: Store) -> None:
+        base = store.write("MEMORY.md", b"- a\n", author=A)
+        store.write("MEMORY.md", b"- a\n- theirs\n", author="a", expected_rev=base.rev)
+        land(store, "MEMORY.md", b"- a\n- mine\n", base_rev=base.rev, shape=Shape.WHOLE, author="b")
+        assert store.read("MEMORY.md")[0] == b"- a\n- theirs\n- mine\n"
+
+    def test_a_whole_save_changing_their_lines_lands_and_keeps_theirs_as_a_copy(
         self, store: Store
     ) -> None:
         base = store.write("f.md", b"old\n", author=A)
-        theirs = store.write("f.md", b"theirs\n", author="a", expected_rev=base.rev)
+        theirs = store.write("f.md", b"theirs\n", author="ann (vim)", expected_rev=base.rev)
         landing = land(store, "f.md", b"mine\n", base_rev=base.rev, shape=Shape.WHOLE, author="b")
-        assert landing.outcome == "replaced" and landing.over == theirs.rev
+        assert landing.outcome == "displaced" and landing.over == theirs.rev
         assert store.read("f.md")[0] == b"mine\n"
+        copy = landing.copy
+        assert copy is not None and copy.startswith("f.conflict-") and copy.endswith(".md")
+        assert "-ann-vim.md" in copy and name_problem(copy) is None
+        assert store.read(copy)[0] == b"theirs\n"
         assert store.read_revision("f.md", theirs.rev) == b"theirs\n"
+
+    def test_a_binary_whole_save_wins_and_the_replaced_content_stays_a_revision(
+        self, store: Store
+    ) -> None:
+        base = store.write("f.bin", b"\0old", author=A)
+        theirs = store.write("f.bin", b"\0theirs", author="a", expected_rev=base.rev)
+        landing = land(store, "f.bin", b"\0mine", base_rev=base.rev, shape=Shape.WHOLE, author="b")
+        assert landing.outcome == "replaced" and landing.over == theirs.rev
+        assert landing.copy is None
+        assert store.read("f.bin")[0] == b"\0mine"
+        assert store.read_revision("f.bin", theirs.rev) == b"\0theirs"
 
     def test_a_whole_rewrite_older_than_a_restore_is_kept_beside_it(self, store: Store) -> None:
         base = store.write("f.md", b"old\n", author=A)
@@ -111,13 +143,20 @@ class RebaseContract:
         assert landing.outcome == "recreated"
         assert store.read("f.md")[0] == b"one\ntwo\n"
 
-    def test_a_create_landing_where_another_writer_created_the_file_wins(
-        self, store: Store
-    ) -> None:
+    def test_a_create_where_another_writer_created_the_file_keeps_both(self, store: Store) -> None:
+        # Two writers made one new name (">>", a logger): the empty file is the base of
+        # each, so both contents stay, theirs (stored first) first, as two appends.
         store.write("new.md", b"theirs\n", author="a")
         landing = land(store, "new.md", b"mine\n", base_rev=0, shape=Shape.WHOLE, author="b")
-        assert landing.outcome == "replaced"
+        assert landing.outcome == "merged"
+        assert store.read("new.md")[0] == b"theirs\nmine\n"
         assert [r.author for r in store.history("new.md")] == ["b", "a"]
+
+    def test_a_binary_create_where_another_writer_created_the_file_wins(self, store: Store) -> None:
+        store.write("new.bin", b"\0theirs", author="a")
+        landing = land(store, "new.bin", b"\0mine", base_rev=0, shape=Shape.WHOLE, author="b")
+        assert landing.outcome == "replaced"
+        assert store.read("new.bin")[0] == b"\0mine"
 
     def test_refusals_propagate_and_write_nothing(self, make_store: MakeStore) -> None:
         import pytest
