@@ -230,10 +230,11 @@ def test_a_save_renamed_into_place_is_read_back_without_the_store(
     assert asked == ["read d/notes.md"], asked
 
 
-def test_open_is_left_to_the_kernel_and_directories_are_not_files(k: Kernel) -> None:
+def test_directories_are_not_files(k: Kernel) -> None:
     other = k.other()
     other.mkdir("dir", author="someone")
-    refused(errno.ENOSYS, lambda: k.ops.open("/dir", os.O_RDONLY))  # "no open" mode
+    refused(errno.EISDIR, lambda: k.ops.open("/dir", os.O_RDONLY))
+    refused(errno.ENOENT, lambda: k.ops.open("/missing", os.O_RDONLY))
     refused(errno.EISDIR, lambda: k.ops.read("/dir", 10, 0, 0))
     refused(errno.EISDIR, lambda: k.ops.write("/dir", b"x", 0, 0, os.O_WRONLY))
     refused(errno.ENOENT, lambda: k.ops.read("/missing", 10, 0, 0))

@@ -88,8 +88,9 @@ def _health_notes(r: MountRecord) -> list[str]:
     for conflict in r.conflicts:
         path, _, copy = conflict.partition(" -> ")
         notes.append(
-            f"{r.mountpoint}: conflict: two writers changed the same lines of {path}; the"
-            f" other's version stays, this mount's is kept as {copy}"
+            f"{r.mountpoint}: conflict: two writers changed the same lines of {path}; one"
+            f" version is there, the other is kept whole as {copy}: merge them by hand,"
+            " then delete the copy"
         )
     if r.unsaved:
         shown = ", ".join(r.unsaved[:10]) + (" ..." if len(r.unsaved) > 10 else "")

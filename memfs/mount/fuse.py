@@ -11,8 +11,11 @@ What this layer adds to mfusepy, and why:
   and refuse the rest.
 * utimens: UTIME_OMIT / UTIME_NOW are decoded from the raw timespecs (mfusepy folds them
   into nanosecond numbers where they can no longer be told apart reliably).
-* init: clears FUSE_CAP_ATOMIC_O_TRUNC. In "no open" mode the kernel never sends the
-  OPEN that would carry O_TRUNC; without the capability it truncates with SETATTR.
+* open: the handle and its page-cache flags (direct_io, keep_cache) come from the
+  operations (:meth:`MemfsOperations.open_file`): an open file reads the revision it
+  opened. O_TRUNC arrives with the OPEN (FUSE_CAP_ATOMIC_O_TRUNC, libfuse 3's
+  default), so a save's truncation is known to be one and its base is the process's
+  earlier read.
 * readdir: entries go to libfuse's filler straight from a cached, pre-encoded listing
   (mfusepy's generic loop costs several microseconds per entry).
 * opendir (only with ``cache_readdir``, on by default from libfuse 3.16): sets
@@ -127,9 +130,17 @@ def _make_fuse_class(mfusepy: Any) -> type:
 
         def init_fuse_3(self, conn: Any, config: Any) -> None:
             if conn:
-                conn.contents.want &= ~FUSE_CAP_ATOMIC_O_TRUNC
+                conn.contents.want |= conn.contents.capable & FUSE_CAP_ATOMIC_O_TRUNC
             super().init_fuse_3(conn, config)
             self._started()
+
+        def open(self, path: bytes, fip: Any) -> int:
+            fi = fip.contents
+            opened = self.operations.open_file(path.decode(self.encoding, self.errors), fi.flags)
+            fi.fh = opened.fh
+            fi.direct_io = int(opened.direct_io)
+            fi.keep_cache = int(opened.keep_cache)
+            return 0
 
         def init_fuse_2(self, conn: Any) -> None:
             super().init_fuse_2(conn)

@@ -1,23 +1,24 @@
-"""File handles of files created through the mount, so they outlive an unlink.
+"""File handles: what each open file reads, and the files that outlive an unlink.
 
-In "no open" mode only CREATE hands the kernel a file handle (every other request
-carries fh 0). Those handles are what make the classic temp-file pattern work:
-create, unlink, keep reading and writing, close. With ``hard_remove`` libfuse passes no
-path for such a file after the unlink, so the handle is the only way to find its data;
-the data then lives in an orphan buffer until RELEASE, and never reaches the store.
+Every OPEN and CREATE gets a handle (``fh``), and RELEASE frees it. A handle *pins* the
+revision its open saw (:class:`Pin`): reads through it serve that revision whole until
+it is closed, as a local disk keeps serving an open file whose name another writer
+replaced, whatever other mounts, hosts or doors commit meanwhile; a new open sees the
+new content. This mount's own writes to the file are in place and show through every
+handle, as on a local disk (a commit here moves the pins of the handles that saw its
+base). A handle of a file created here pins 0: it follows the file.
 
-Limits of no-open mode: files opened (not created) and then unlinked have no handle,
-so their reads and writes after the unlink fail with ESTALE; and ``fstat`` of any
-unlinked file may fail with ESTALE once its cached attributes expire, because the
-kernel sends GETATTR without a handle.
+The kernel's page cache is one per file, shared by all its handles, so a handle that
+pins another revision than the others on the file is opened with direct I/O (its reads
+bypass the cache the others fill), and an open that sees another revision than the
+cache may hold asks the kernel to drop it (no keep_cache): see :meth:`Handles.open`.
 
-RELEASE stops too: once the kernel is in no-open mode (after the first OPEN answered
-ENOSYS) it never sends RELEASE, even for created files (fs/fuse/file.c,
-fuse_file_put). Nothing says when a handle is closed, so the table keeps only the
-:data:`MAX_HANDLES` newest handles and :data:`MAX_ORPHANS` newest orphans; without the
-bound every save leaked an entry, and each rename scanned them all (~0.9 ms a rename
-after a few thousand saves). A created file still open after that many newer creates,
-then unlinked, answers ESTALE like an opened one.
+When a file's name goes away here while it is open (unlinked, or replaced by a rename),
+its handles get a private copy of its data, an :class:`Orphan`, and never reach the
+store (with ``hard_remove`` libfuse passes no path for such a file after the unlink, so
+the handle is the only way to find its data). Orphans are bounded by count and bytes;
+a handle whose orphan was dropped answers ESTALE. Handles themselves are bounded too
+(:data:`MAX_HANDLES`), against a kernel that never releases.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-# Files kept open across this many newer creates are rare (editors hold one or two).
-MAX_HANDLES = 1024
+# Open files at once, per mount (RELEASE frees them; the bound is against leaks).
+MAX_HANDLES = 1 << 16
 # Orphans hold their file's data; fewer of them are kept, and not past this many bytes
 # (the daemon's memory stays bounded however many big files are unlinked while open).
 MAX_ORPHANS = 64
@@ -61,30 +62,103 @@ class Orphan:
         self.mtime_ns = time.time_ns()
 
 
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """What one open reads: revision ``rev`` of its file (0: it follows the file, one
+    created here), and whether it bypasses the page cache (``direct``)."""
+
+    rev: int
+    direct: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The answer to an OPEN: the handle, and the flags the kernel gets with it."""
+
+    fh: int
+    direct_io: bool
+    keep_cache: bool
+
+
 class Handles:
-    """fh -> path for created files; fh -> orphan buffer once the path is unlinked.
+    """fh -> path and pin; fh -> orphan buffer once the path is unlinked.
 
     Both tables are bounded (oldest evicted first): see the module docstring.
     """
 
     def __init__(self) -> None:
         self._paths: dict[int, str] = {}  # insertion order is age order
+        self._pins: dict[int, Pin] = {}
         self._by_path: dict[str, set[int]] = {}
         self._orphans: dict[int, Orphan] = {}
+        # The revision whose pages the kernel may cache for a path, as last read through
+        # a handle that uses the cache.
+        self._cached: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
-    def new(self, path: str) -> int:
+    def new(self, path: str, rev: int = 0) -> int:
+        """A handle on ``path`` reading revision ``rev`` (0: the file as it goes)."""
+        return self.open(path, rev).fh
+
+    def open(self, path: str, rev: int) -> Opened:
+        """A handle on ``path`` pinning revision ``rev``, and how the kernel is to treat
+        its pages: another open on the file reading another revision makes this one
+        direct (their pages stay theirs); pages cached of another revision are dropped."""
         with self._lock:
             fh = next(self._ids)
+            # Handles that follow the file (0) read what a new open reads.
+            others = {self._pins[o].rev for o in self._by_path.get(path, ())} - {0, rev}
+            direct = bool(others) and rev != 0
+            keep = direct or self._cached.get(path, rev) == rev
+            if not direct:
+                self._cache_of(path, rev)
             self._paths[fh] = path
+            self._pins[fh] = Pin(rev, direct)
             self._by_path.setdefault(path, set()).add(fh)
             while len(self._paths) > MAX_HANDLES:
                 self._drop_path(next(iter(self._paths)))
-            return fh
+            return Opened(fh, direct, keep)
+
+    def pin(self, fh: int | None) -> Pin | None:
+        """What handle ``fh`` reads; None for no handle (0) or one not known here."""
+        if not fh:
+            return None
+        return self._pins.get(fh)
+
+    def served(self, path: str, pin: Pin | None, rev: int) -> None:
+        """A read of ``path`` through ``pin`` served revision ``rev`` (its pages are in
+        the kernel's cache unless the handle is direct)."""
+        if pin is None or not pin.direct:
+            with self._lock:
+                self._cache_of(path, rev)
+
+    def _cache_of(self, path: str, rev: int) -> None:
+        if len(self._cached) >= MAX_HANDLES and path not in self._cached:
+            self._cached.clear()  # forgetting costs one dropped page cache per file
+        self._cached[path] = rev
+
+    def repin(self, path: str, old: int, new: int) -> None:
+        """This mount committed revision ``new`` of ``path`` over ``old`` in place: the
+        handles that read ``old`` read ``new`` now."""
+        with self._lock:
+            for fh in self._by_path.get(path, ()):
+                pin = self._pins[fh]
+                if pin.rev == old and old != 0:
+                    self._pins[fh] = Pin(new, pin.direct)
+            if self._cached.get(path) == old:
+                self._cached[path] = new
+
+    def follow(self, path: str) -> None:
+        """The handles on ``path`` follow the file from now on (it was renamed here)."""
+        with self._lock:
+            for fh in self._by_path.get(path, ()):
+                self._pins[fh] = Pin(0, self._pins[fh].direct)
+            self._cached.pop(path, None)
 
     def _drop_path(self, fh: int) -> None:
         path = self._paths.pop(fh, None)
+        self._pins.pop(fh, None)
         if path is None:
             return
         fhs = self._by_path.get(path)

@@ -8,19 +8,25 @@ consistent sequence.
 from __future__ import annotations
 
 import errno
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memfs.errors import StoreError
 from memfs.mount.bursts import Writer
 from memfs.mount.handles import Handles, Orphan
 from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import op, rel
 from memfs.mount.readcache import ReadCache
+from memfs.mount.reads import ReadRevisions
 from memfs.mount.writes import Buffer, PendingWrites, check_new_name
 from memfs.store.base import Entry, Store
+from memfs.store.rebase import Landing, reconcile
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
@@ -35,6 +41,7 @@ class NamespaceOps:
     writes: PendingWrites
     _cache: ReadCache
     _handles: Handles
+    _reads: ReadRevisions
     _known_dirs: set[str]
     _dirs_lock: Any
     _meta: MetaCache
@@ -56,6 +63,8 @@ class NamespaceOps:
         ) -> T: ...
 
         def _is_dir(self, p: str) -> bool: ...
+
+        def _stale(self, path: str) -> None: ...
 
         def _stat(self, p: str) -> Entry: ...
 
@@ -212,23 +221,52 @@ class NamespaceOps:
             subtrees = (src, dst) if is_dir else ()
             known = None if is_dir else self._meta.entry(src)
             content = None if known is None else self._cache.get(src, known.rev)
-            self._mutate(
-                who,
-                lambda: self.store.rename(src, dst, author=author, overwrite=overwrite),
-                (src, dst),
-                subtrees,
-            )
+            # A save through a temporary file that reached the store first: it replaces
+            # what is there, and what changed since its writer read the file comes back.
+            read_rev = None if is_dir or not overwrite else self._reads.base(who, dst)
+            replaced = self._replaced_rev(dst) if read_rev is not None else 0
+            merged: Landing | None = None
+
+            def move() -> None:
+                nonlocal merged
+                self.store.rename(src, dst, author=author, overwrite=overwrite)
+                if replaced and read_rev is not None:
+                    merged = reconcile(
+                        self.store, dst, base_rev=read_rev, replaced_rev=replaced, author=author
+                    )
+
+            self._mutate(who, move, (src, dst), subtrees)
             landed = self.store.settled().get(dst)
-            if content is not None and landed is not None:
+            if merged is not None:
+                self._merged_rename(dst, merged)
+            elif content is not None and landed is not None:
                 # The content a save just wrote, renamed into place (see readcache).
                 self._cache.put(dst, landed.rev, content)
             self._handles.moved(src, dst, subtree=is_dir)
+            if not is_dir:
+                self._handles.follow(dst)
             with self._dirs_lock:
                 moved = [d for d in self._known_dirs if d == src or d.startswith(src + "/")]
                 for d in moved:
                     self._known_dirs.discard(d)
                     self._known_dirs.add(dst + d[len(src) :])
         return 0
+
+    def _replaced_rev(self, dst: str) -> int:
+        """The revision of the file a rename is about to replace at ``dst`` (0: none)."""
+        try:
+            there = self._stat(dst)
+        except (OSError, StoreError):
+            return 0
+        return there.rev if there.is_file else 0
+
+    def _merged_rename(self, dst: str, landing: Landing) -> None:
+        """Say what bringing back another writer's change after a rename did."""
+        self._stale(dst)
+        if landing.copy is not None:
+            self._stale(landing.copy)
+            self.writes.conflicted(dst, landing.copy)
+        log.info("memfs: the save of %s through a rename: %s", dst, landing.outcome)
 
     def _save_as(self, who: Writer, src: str, dst: str, noreplace: bool) -> bool:
         """A save through a temporary file (written, renamed over the file without an
@@ -259,10 +297,14 @@ class NamespaceOps:
         if not noreplace and self._handles.open_on(dst):
             self._keep_open_data(dst, None)  # as a rename: see rename
         # The lock held since the checks (the write path's) keeps the buffer as it was.
+        read_rev = None if noreplace else self._reads.base(who, dst)
         self._mutate(
-            who, lambda: self.writes.save_as(src, dst, dst_rev, noreplace=noreplace), (src, dst)
+            who,
+            lambda: self.writes.save_as(src, dst, dst_rev, noreplace=noreplace, read_rev=read_rev),
+            (src, dst),
         )
         self._handles.moved(src, dst, subtree=False)
+        self._handles.follow(dst)
         return True
 
     @op

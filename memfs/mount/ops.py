@@ -3,10 +3,11 @@
 :mod:`memfs.mount.fuse` hands an instance of :class:`MemfsOperations` to mfusepy. Method
 names are FUSE operation names: an attribute with such a name is registered as a
 callback, one set to ``None`` is not (the kernel then gets ENOSYS once and stops asking).
-That is how the warm read path stays out of Python: ``open`` answers ENOSYS, which puts
-the kernel in "no open" mode (no OPEN/FLUSH/RELEASE round trips, pages cached across
-opens); flush, access and the xattr ops are unregistered. ``release`` is registered
-but only files created through the mount send it (see :mod:`memfs.mount.handles`).
+Flush, access and the xattr ops are unregistered, so the warm read path is the kernel's
+page cache and one OPEN and RELEASE per open file. ``open`` is registered because an open
+file reads the revision it opened, whole, whatever other mounts commit meanwhile, and a
+save carries the revision its writer read (:mod:`memfs.mount.handles`,
+:mod:`memfs.mount.reads`).
 
 Every operation maps errors to errno in ONE place, :func:`memfs.mount.opkit.errno_of`
 (applied by the :func:`~memfs.mount.opkit.op` wrapper); anything unexpected is logged
@@ -31,13 +32,14 @@ from memfs import errors
 from memfs.mount.bursts import Bursts, Writer
 from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
-from memfs.mount.handles import Handles
+from memfs.mount.handles import Handles, Opened, Pin
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
 from memfs.mount.readcache import ReadCache
-from memfs.mount.writes import Health, PendingWrites, Purged, fits_gate
+from memfs.mount.reads import ReadRevisions
+from memfs.mount.writes import Buffer, Health, PendingWrites, Purged, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 
@@ -110,12 +112,14 @@ class MemfsOperations(NamespaceOps):
             on_health=on_health,
             on_stale=self._stale,
             on_saved=self._saved,
+            on_committed=self._committed,
         )
         # One lock for the tree and its pending writes: a namespace operation and the
         # commits it needs happen as one step.
         self._mutex = self.writes.lock
         self._cache = ReadCache()
         self._handles = Handles()
+        self._reads = ReadRevisions()
         self._follower: ChangeFollower | None = None
         self._stale_queue: StaleQueue | None = None
         self._expirer: Expirer | None = None
@@ -439,10 +443,33 @@ class MemfsOperations(NamespaceOps):
             raise OSError(errno.EINVAL, "not a symlink")
         return entry.target
 
-    @op
     def open(self, path: str, flags: int) -> int:
-        # ENOSYS once switches the kernel to "no open" mode for the life of the mount.
-        raise OSError(errno.ENOSYS, "no open needed")
+        # Registered so the kernel sends OPEN; memfs.mount.fuse calls open_file itself.
+        return self.open_file(path, flags).fh
+
+    @op
+    def open_file(self, path: str, flags: int) -> Opened:
+        """OPEN: a handle reading the revision there now (what this mount holds pending
+        for the file, if anything), recorded as the opening process's read of it when
+        it opens to read. O_TRUNC arrives here (FUSE_CAP_ATOMIC_O_TRUNC) and starts a
+        save of the whole file, whose base is what the process read before."""
+        p = rel(path)
+        who = self._author()
+        if flags & os.O_TRUNC:
+            if self.writes.get(p) is None:
+                self._cache.forget(p)
+            self.writes.truncate(p, 0, who, read_rev=self._reads.base(who, p))
+        buf = self.writes.get(p)
+        if buf is not None:
+            rev = 0 if buf.created else buf.base_rev
+        else:
+            entry = self._stat(p)
+            if entry.is_dir:
+                raise OSError(errno.EISDIR, "is a directory")
+            rev = entry.rev
+        if flags & os.O_ACCMODE != os.O_WRONLY and not flags & os.O_TRUNC:
+            self._reads.read(who, p, rev)
+        return self._handles.open(p, rev)
 
     @op
     def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
@@ -450,19 +477,43 @@ class MemfsOperations(NamespaceOps):
         if orphan is not None:
             return bytes(orphan.data[offset : offset + size])
         p = rel(path)
+        pin = self._handles.pin(fh)
         buf = self.writes.get(p)
-        if buf is not None:
+        if buf is not None and (pin is None or pin.rev == 0 or pin.rev >= buf.base_rev):
             return bytes(buf.data[offset : offset + size])
         # The entry is cached (the kernel looked the file up to read it), and with it
         # the revision whose content may be kept from a read or a save through here.
         known = self._meta.entry(p)
+        if pin is not None and pin.rev and (known is None or known.rev != pin.rev):
+            pinned = self._pinned(p, pin)
+            if pinned is not None:
+                return pinned[offset : offset + size]
         data = None if known is None else self._cache.get(p, known.rev)
-        if data is None:
-            data, entry = self.store.read(p)
+        if data is None or known is None:
+            data, known = self.store.read(p)
             # Kept for the reads that follow (a large file's next requests, a handler's
             # edit that renames over the file it just read; see _keep_open_data).
-            self._cache.put(p, entry.rev, data)
+            self._cache.put(p, known.rev, data)
+        self._handles.served(p, pin, known.rev)
         return data[offset : offset + size]
+
+    def _pinned(self, p: str, pin: Pin) -> bytes | None:
+        """The revision an open handle reads, when the file moved on since it was opened
+        (another mount, host or door committed); None when that is what is there now,
+        or when the revision is no longer kept (then the handle reads what is there)."""
+        cached = self._cache.get_revision(p, pin.rev)
+        if cached is not None:
+            self._handles.served(p, pin, pin.rev)
+            return cached
+        if self._stat(p).rev == pin.rev:
+            return None  # what is there: the ordinary path caches it
+        try:
+            data = self.store.read_revision(p, pin.rev)
+        except errors.NotFound:
+            return None
+        self._cache.put_revision(p, pin.rev, data)
+        self._handles.served(p, pin, pin.rev)
+        return data
 
     @op
     def statfs(self, path: str) -> dict[str, int]:
@@ -535,8 +586,21 @@ class MemfsOperations(NamespaceOps):
         p = rel(path)
         if self.writes.get(p) is None:
             self._cache.forget(p)
-        self.writes.truncate(p, length, self._author())
+        who = self._author()
+        self.writes.truncate(p, length, who, read_rev=self._read_rev(who, p, fh, length))
         return 0
+
+    def _read_rev(self, who: Writer, p: str, fh: int | None, length: int) -> int | None:
+        """The revision a truncation to nothing (a save of the whole file beginning) was
+        read from: what its handle opened (an O_TRUNC open truncates in open_file, so a
+        handle here was opened without it); else, for truncate(2) by name, what its
+        process last read of the file (memfs.mount.reads); None if unknown."""
+        if length != 0:
+            return None
+        pin = self._handles.pin(fh)
+        if pin is not None and pin.rev:
+            return pin.rev
+        return self._reads.base(who, p)
 
     @op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
@@ -564,6 +628,13 @@ class MemfsOperations(NamespaceOps):
 
     def _commit_under(self, p: str) -> None:
         self.writes.commit_under(p)
+
+    def _committed(self, buf: Buffer, entry: Entry) -> None:
+        """A buffer landed as ``entry``: its changes were in place, so the handles that
+        read its base read the result, and its writer has read what it saved."""
+        self._handles.repin(buf.path, buf.base_rev, entry.rev)
+        if buf.writer is not None:
+            self._reads.read(buf.writer, buf.path, entry.rev)
 
     def _saved(self, path: str, entry: Entry, data: bytes) -> None:
         """A commit stored ``data`` as it was written: later reads need not fetch it."""

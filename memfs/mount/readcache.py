@@ -44,6 +44,14 @@ class ReadCache:
                 _, (_, gone) = self._items.popitem(last=False)
                 self._bytes -= len(gone)
 
+    # An older revision that an open file still reads (memfs.mount.handles) is kept under
+    # a key no path can have (the gate refuses NUL): a change to the file leaves it be.
+    def get_revision(self, path: str, rev: int) -> bytes | None:
+        return self.get(f"{path}\0{rev}", rev)
+
+    def put_revision(self, path: str, rev: int, data: bytes) -> None:
+        self.put(f"{path}\0{rev}", rev, data)
+
     def _pop(self, path: str) -> None:
         old = self._items.pop(path, None)
         if old is not None:

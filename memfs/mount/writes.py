@@ -37,14 +37,16 @@ The promises, and where each is kept:
    host or door committed in between, appends are rebased onto the newer content, a
    whole-file save is merged with what changed since its writer read the file (a file
    created here: since it was empty), and lines both changed are a conflict, kept as a
-   conflict copy beside the file and named in ``memfs status``. O_APPEND writes go at the end of what this mount holds, whatever
-   offset the kernel computed from a size it cached before another writer's append; a
-   change seen on the feed for a file with pending writes commits (rebases) it at once.
+   conflict copy beside the file and named in ``memfs status``. O_APPEND writes go at
+   the end of what this mount holds, whatever offset the kernel computed from a size it
+   cached before another writer's append; a change seen on the feed for a file with
+   pending writes commits (rebases) it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import itertools
@@ -98,6 +100,8 @@ class Buffer:
     (created it, or truncated it to nothing). ``low``: the lowest offset any write or
     truncate touched; everything below it is still the base's bytes. Together they give
     the change's :attr:`shape`, which decides how it lands on a moved base.
+    ``read_rev``: for a whole save, the revision its writer read before (older than
+    ``base_rev`` when another writer committed since): the base it merges against.
     """
 
     ident: int
@@ -121,6 +125,12 @@ class Buffer:
     mtime_ns: int = field(default_factory=time.time_ns)
     failed: BaseException | None = None
     retry_at: float = 0.0
+    read_rev: int | None = None
+
+    @property
+    def landing_base(self) -> int:
+        """The revision the change lands against (see :func:`memfs.store.rebase.land`)."""
+        return self.base_rev if self.read_rev is None else self.read_rev
 
     def __post_init__(self) -> None:
         if self.low < 0:
@@ -359,6 +369,7 @@ class PendingWrites:
         on_stale: Callable[[str], None] | None = None,
         act_for: Callable[[Writer], Act] | None = None,
         on_saved: Callable[[str, Entry, bytes], None] | None = None,
+        on_committed: Callable[[Buffer, Entry], None] | None = None,
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
@@ -376,6 +387,8 @@ class PendingWrites:
         self._on_stale = on_stale or (lambda path: None)
         # Told each commit that stored the buffer's bytes as they were (no rebase).
         self._on_saved = on_saved or (lambda path, entry, data: None)
+        # Told each buffer that landed, and how (whatever the outcome).
+        self._on_committed = on_committed or (lambda buf, entry: None)
         # The operation a writer's change belongs to (memfs.mount.bursts).
         self._act_for = act_for or (lambda who: Act(who.actor, detail=f"pid {who.pid}"))
         self._conflicts: list[str] = []
@@ -471,7 +484,9 @@ class PendingWrites:
         self._wake.set()
         return len(data)
 
-    def truncate(self, path: str, size: int, who: Writer) -> None:
+    def truncate(self, path: str, size: int, who: Writer, *, read_rev: int | None = None) -> None:
+        """Truncate ``path`` to ``size``; to nothing, it starts a save of the whole file,
+        and ``read_rev`` is the revision its writer read (memfs.mount.reads), if known."""
         self._check_size(path, size)
         with self.lock:
             self.check_usable()  # before the lookup: a store gone away answers no entry
@@ -480,7 +495,7 @@ class PendingWrites:
                 entry = self.store.stat(path)
                 if entry.is_file and entry.size == size:
                     return
-            buf = self._writable(path, who, whole=size == 0)
+            buf = self._writable(path, who, whole=size == 0, read_rev=read_rev)
             self._check_tree_bytes(path, size - len(buf.data))
             self._reserve(buf, size)
             self._log().truncated(buf.ident, size)
@@ -549,29 +564,54 @@ class PendingWrites:
                 if buf is not None:
                     self._commit(buf)
 
-    def save_as(self, src: str, dst: str, dst_rev: int, *, noreplace: bool) -> Entry:
+    def save_as(
+        self, src: str, dst: str, dst_rev: int, *, noreplace: bool, read_rev: int | None = None
+    ) -> Entry:
         """Commit ``src``, a file created here by the mounting user that never reached
         the store, as the new content of ``dst`` (``dst_rev``: its revision, 0 if there
-        is none): its rename over ``dst``, in one write. The caller holds the lock
-        since it checked that (and that a rename would leave ``dst`` as the write does:
-        a file of the same mode and owner, or nothing), and runs this as the rename's
-        mutation."""
+        is none): its rename over ``dst``, in one write. ``read_rev``: the revision of
+        ``dst`` its writer read, if known: the save merges with what changed since
+        (memfs.store.rebase). The caller holds the lock since it checked that (and that
+        a rename would leave ``dst`` as the write does: a file of the same mode and
+        owner, or nothing), and runs this as the rename's mutation."""
         with self.lock:
             buf = self._bufs[src]
             assert buf.created and buf.uid is None and buf.gid is None and buf.failed is None
             data = bytes(buf.data)
-            # A daemon killed after the write and before the buffer is done must not
-            # replay the buffer at src: the landing names where it went.
-            self._log().landing(buf.ident, dst, dst_rev, hashlib.sha256(data).digest())
-            entry = self.store.write(
-                dst,
-                data,
-                author=buf.author,
-                expected_rev=0 if noreplace else None,
-                mode=buf.mode,
-                replace=True,
-            )
-            self._on_saved(dst, entry, data)
+            if noreplace or read_rev is None:
+                # A daemon killed after the write and before the buffer is done must
+                # not replay the buffer at src: the landing names where it went.
+                self._log().landing(buf.ident, dst, dst_rev, hashlib.sha256(data).digest())
+                entry = self.store.write(
+                    dst,
+                    data,
+                    author=buf.author,
+                    expected_rev=0 if noreplace else None,
+                    mode=buf.mode,
+                    replace=True,
+                )
+                self._on_saved(dst, entry, data)
+            else:
+                landing = land(
+                    self.store,
+                    dst,
+                    data,
+                    base_rev=read_rev,
+                    shape=Shape.WHOLE,
+                    author=buf.author,
+                    mode=buf.mode,
+                    side=program_of(buf),
+                    replace=True,
+                    before_write=lambda target, expected, content: self._log().landing(
+                        buf.ident, target, expected, hashlib.sha256(content).digest()
+                    ),
+                )
+                entry = landing.entry
+                self._landed(buf, landing, dst)
+                if landing.outcome == "written":
+                    self._on_saved(dst, entry, data)
+            if buf.writer is not None:
+                self._on_committed(dataclasses.replace(buf, path=dst, base_rev=dst_rev), entry)
             self._remove(buf)
             self._publish()
             return entry
@@ -648,8 +688,11 @@ class PendingWrites:
                 f"{path}: the memory holds {used} files; the store's max_files is {cap}",
             )
 
-    def _writable(self, path: str, who: Writer, *, whole: bool) -> Buffer:
-        """The buffer that takes ``who``'s next change to ``path``."""
+    def _writable(
+        self, path: str, who: Writer, *, whole: bool, read_rev: int | None = None
+    ) -> Buffer:
+        """The buffer that takes ``who``'s next change to ``path`` (``read_rev``: see
+        :class:`Buffer`, for a new buffer of a whole save)."""
         self.check_usable()
         author = who.actor
         buf = self._bufs.get(path)
@@ -684,8 +727,13 @@ class PendingWrites:
             writer=who,
             act=self._act_for(who),
             dirty=False,
+            read_rev=read_rev if whole and read_rev != entry.rev else None,
         )
-        self._log().opened(buf.ident, path, author, entry.rev, entry.mode, jr.WHOLE if whole else 0)
+        # A whole save's journal record needs no base content, only the revision it
+        # lands against.
+        self._log().opened(
+            buf.ident, path, author, buf.landing_base, entry.mode, jr.WHOLE if whole else 0
+        )
         self._add(buf)
         return buf
 
@@ -762,6 +810,7 @@ class PendingWrites:
             raise
         entry = landing.entry
         self._landed(buf, landing)
+        self._on_committed(buf, entry)
         if landing.outcome == "written":
             self._on_saved(buf.path, entry, data)
         self._counted(buf, len(data))  # the store counts this file now; the buffer goes
@@ -798,7 +847,7 @@ class PendingWrites:
                 self.store,
                 buf.path,
                 data,
-                base_rev=buf.base_rev,
+                base_rev=buf.landing_base,
                 shape=buf.shape,
                 base_size=buf.base_size,
                 author=buf.author,
@@ -817,11 +866,22 @@ class PendingWrites:
         assert landing is not None
         return landing
 
-    def _landed(self, buf: Buffer, landing: Landing) -> None:
-        """Say what a commit that met another writer's change did, and let the kernel
-        know the content it holds for the path is not what was committed."""
+    def conflicted(self, path: str, copy: str) -> None:
+        """A change to ``path`` met another writer's and one of them is kept at ``copy``:
+        named in the health (``memfs status``)."""
+        with self.lock:
+            self._conflicts.append(f"{path} -> {copy}")
+            del self._conflicts[:-CONFLICTS_SHOWN]
+        self._publish()
+
+    def _landed(self, buf: Buffer, landing: Landing, path: str | None = None) -> None:
+        """Say what a commit (of ``buf``, at ``path`` if it was renamed there) that met
+        another writer's change did, and let the kernel know the content it holds for
+        the path is not what was committed."""
         if landing.outcome == "written":
             return
+        if path is not None:
+            buf = dataclasses.replace(buf, path=path)
         self._on_stale(buf.path)
         if landing.outcome == "conflict" and landing.copy is not None:
             self._on_stale(landing.copy)
@@ -940,7 +1000,7 @@ class PendingWrites:
         fresh = jr.Journal(old.directory)
         for buf in self._bufs.values():
             flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
-            fresh.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
+            fresh.opened(buf.ident, buf.path, buf.author, buf.landing_base, buf.mode, flags)
             fresh.shaped(buf.ident, buf.shape, buf.base_size)
             fresh.wrote(buf.ident, 0, buf.data)
         if purge:

@@ -124,6 +124,7 @@ def land(
     side: str = "",
     tries: int = MAX_TRIES,
     before_write: Callable[[str, int, bytes], None] | None = None,
+    replace: bool = False,
 ) -> Landing:
     """Commit ``data`` at ``path`` as the change built on revision ``base_rev`` (0: the
     file did not exist), by the module's rules.
@@ -135,8 +136,10 @@ def land(
     the file's mode if it is created. ``side`` names the writer in a conflict copy's name.
     ``before_write(target, expected_rev, content)`` is called before each write is
     tried (a journal notes it, so a replay can tell a landed change from one that did
-    not). The store's refusals (TooLarge, CapExceeded, NotADirectory, StoreUnavailable,
-    ...) propagate and nothing is written; Conflict never does.
+    not). ``replace``: the change is a file renamed over ``path`` (the store's
+    ``write(replace=True)``). The store's refusals (TooLarge, CapExceeded,
+    NotADirectory, StoreUnavailable, ...) propagate and nothing is written; Conflict
+    never does.
     """
     note = before_write or (lambda target, expected, content: None)
     expected = base_rev
@@ -148,7 +151,13 @@ def land(
         note(path, expected, content)
         try:
             entry = store.write(
-                path, content, author=author, expected_rev=expected, mode=mode, parents=True
+                path,
+                content,
+                author=author,
+                expected_rev=expected,
+                mode=mode,
+                parents=True,
+                replace=replace,
             )
         except (Conflict, AlreadyExists, NotFound) as e:
             if isinstance(e, NotFound) and e.path != path:
@@ -192,6 +201,45 @@ def land(
     # Never a silent drop: a file that would not hold still keeps ours beside it.
     theirs_entry = store.stat(path)
     return _keep_copy(store, path, data, theirs_entry, author, mode, side, note)
+
+
+def reconcile(
+    store: Store,
+    path: str,
+    *,
+    base_rev: int,
+    replaced_rev: int,
+    author: str,
+    side: str = "",
+) -> Landing | None:
+    """A file renamed over ``path`` (a save through a temporary file that reached the
+    store before its rename) replaced revision ``replaced_rev``, though its writer had
+    read ``base_rev``: what the other writer changed since is brought back by the rules
+    of a whole save (merged, or the replaced content kept as a conflict copy). None
+    when nothing was to be brought back (or the save is binary, or its base is gone)."""
+    if base_rev <= 0 or replaced_rev <= 0 or base_rev == replaced_rev:
+        return None
+    try:
+        ours, now = store.read(path)
+        base = store.read_revision(path, base_rev)
+        theirs = store.read_revision(path, replaced_rev)
+    except NotFound:
+        return None
+    if not is_text(base, ours, theirs):
+        return None
+    merged = merge3(base, ours, theirs)
+    if merged is None:
+        writer = _author_of(store, path, replaced_rev)
+        copy = _write_copy(store, path, theirs, writer, None, author, lambda *_: None)
+        return Landing(now, "displaced", copy, replaced_rev)
+    if merged == ours:
+        return None
+    landing = land(
+        store, path, merged, base_rev=now.rev, shape=Shape.WHOLE, base=ours, author=author,
+        side=side,
+    )  # fmt: skip
+    outcome: Outcome = "merged" if landing.outcome == "written" else landing.outcome
+    return Landing(landing.entry, outcome, landing.copy, replaced_rev)
 
 
 def _base_of(store: Store, path: str, base_rev: int, base: bytes | None) -> bytes | None:
