@@ -172,8 +172,7 @@ def test_two_whole_saves_from_one_revision_keep_both_lines(
         text = (m.mountpoint / "MEMORY.md").read_text()
         return "- from a\n" in text and "- from b\n" in text
 
-    for m in (a, b):
-        wait_for(lambda m=m: both_there(m), 10, what=f"both lines on {m.mountpoint.name}")
+    wait_for(lambda: both_there(a) and both_there(b), 10, what="both lines on both mounts")
     text = (a.mountpoint / "MEMORY.md").read_text()
     assert text.count("- one\n") == text.count("- two\n") == 1
     assert not [p for p in a.mountpoint.iterdir() if "conflict" in p.name]
@@ -301,3 +300,26 @@ def test_sed_i_racing_the_memory_tool_keeps_both_edits_or_a_copy(
         assert {"beta-person" in text + kept, "gamma-model" in text + kept} == {True}
     else:
         assert text == "alpha\nbeta-person\ngamma-model\n"
+
+
+def test_the_models_create_over_a_file_it_viewed_merges_with_a_line_added_since(
+    tmp_path: Path,
+) -> None:
+    from memfs.handler import MemoryHandler
+    from memfs.store import open_store
+    from tests.fixtures.mount import sqlite_url
+
+    root = tmp_path / "root"
+    root.mkdir()
+    with open_store(sqlite_url(tmp_path / "s.db")) as store:
+        store.write("MEMORY.md", b"# Memory\n- one\n", author="ann")
+        handler = MemoryHandler(root, store=store, overwrite=True)
+        assert not handler.view("/memories/MEMORY.md").is_error
+        store.write("MEMORY.md", b"# Memory\n- one\n- from ann\n", author="ann")
+        result = handler.create("/memories/MEMORY.md", "# Memory\n- one\n- from the model\n")
+        assert not result.is_error, result
+        assert store.read("MEMORY.md")[0] == b"# Memory\n- one\n- from ann\n- from the model\n"
+        # Not viewed: the create replaces what is there (the last writer wins).
+        store.write("other.md", b"old\n", author="ann")
+        assert not handler.create("/memories/other.md", "new\n").is_error
+        assert store.read("other.md")[0] == b"new\n"

@@ -9,7 +9,10 @@ by a store (:mod:`memfs.backing`) the handler reads and writes the store itself:
   ``expected_rev`` set to it; a moved base (another mount, host or door) means a fresh
   read and another try, so no edit is ever lost, and a file that exists is never
   answered ESTALE;
-- ``create`` is ``expected_rev=0`` (exactly one of two racing creates wins);
+- ``create`` is ``expected_rev=0`` (exactly one of two racing creates wins); a
+  ``create`` over a file the model viewed is a save of the whole file built on the
+  revision it viewed: merged with what changed since (:func:`memfs.store.rebase.land`),
+  so another writer's line added meanwhile stays;
   ``delete`` removes only the revision it saw; ``rename`` never replaces anything;
 - edits of one file by threads of one process take turns (a lock per path), so they do
   not overtake one another: only other writers count against :data:`EDIT_TRIES`.
@@ -47,11 +50,14 @@ from memfs.handler.backend import (
 )
 from memfs.paths import MemPath
 from memfs.store.base import Act, Entry, Store
+from memfs.store.rebase import Shape, land
 
 T = TypeVar("T")
 
 # Feed sequence numbers of this backend's own changes that are remembered.
 OWN_KEPT = 10_000
+# Files whose viewed revision is remembered (the bases of creates over them).
+SEEN_KEPT = 4096
 
 
 class Neighbours(Protocol):
@@ -101,6 +107,9 @@ class StoreTree:
             weakref.WeakValueDictionary()
         )
         self._locks_lock = threading.Lock()
+        # The revision of each file the model last viewed or wrote here: the base of its
+        # create over that file (a save of the whole file).
+        self._seen: dict[str, int] = {}
 
     # --- paths ---------------------------------------------------------------------
     def _at(self, path: MemPath) -> str:
@@ -189,7 +198,15 @@ class StoreTree:
         yield path if entry is not None and entry.kind == "dir" else None
 
     def read(self, directory: str, path: MemPath) -> bytes:
-        return self._read(self._join(directory, path.name), path)[0]
+        where = self._join(directory, path.name)
+        data, entry = self._read(where, path)
+        self._saw(where, entry.rev)
+        return data
+
+    def _saw(self, where: str, rev: int) -> None:
+        if len(self._seen) >= SEEN_KEPT and where not in self._seen:
+            self._seen.clear()  # forgetting makes a later create last writer wins
+        self._seen[where] = rev
 
     def _read(self, where: str, path: MemPath) -> tuple[bytes, Entry]:
         entry = self._stat(where)
@@ -222,11 +239,26 @@ class StoreTree:
     ) -> None:
         where = self._join(directory, path.name)
         with self._turn(where):
+            seen = self._seen.get(where)
+            if not read_old and seen is not None:
+                data = change(b"")
+                landing = self._mutate(
+                    lambda: land(
+                        self.store,
+                        where,
+                        data,
+                        base_rev=seen,
+                        shape=Shape.WHOLE,
+                        author=self.actor,
+                    )
+                )
+                self._saw(where, landing.entry.rev)
+                return
             for attempt in range(EDIT_TRIES):
                 old, entry = self._read(where, path)
                 new = change(old if read_old else b"")
                 try:
-                    self._write(where, new, entry.rev)
+                    self._saw(where, self._write(where, new, entry.rev).rev)
                     return
                 except Conflict:
                     # Another writer committed in between: read again. The pause keeps
@@ -263,8 +295,8 @@ class StoreTree:
             raise
 
     # --- helpers -------------------------------------------------------------------------
-    def _write(self, where: str, data: bytes, expected: int) -> None:
-        self._mutate(
+    def _write(self, where: str, data: bytes, expected: int) -> Entry:
+        return self._mutate(
             lambda: self.store.write(where, data, author=self.actor, expected_rev=expected)
         )
 
