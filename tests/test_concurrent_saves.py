@@ -217,6 +217,11 @@ def test_a_line_both_rewrite_lands_the_last_save_and_keeps_the_other_as_a_copy(
     )
     reported = json.dumps(json.loads(status.stdout.splitlines()[0]))
     assert copy.name in reported
+    log = subprocess.run(
+        [MEMFS, "log", "--store", a.store_url], capture_output=True, text=True, timeout=60
+    )
+    assert log.returncode == 0, log.stderr
+    assert f"kept a conflict copy {copy.name}" in log.stdout
 
 
 def test_an_open_file_reads_the_revision_it_opened_while_another_mount_replaces_it(

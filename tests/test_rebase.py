@@ -97,3 +97,15 @@ def test_text_put_in_front_of_one_line_by_both_sides_conflicts() -> None:
 
 def test_whole_lines_inserted_at_one_boundary_both_go_in() -> None:
     assert merge3(b"a\nb\n", b"a\nmine\nb\n", b"a\ntheirs\nb\n") == b"a\ntheirs\nmine\nb\n"
+
+
+def test_conflict_copies_are_told_from_their_names() -> None:
+    from memfs.store.rebase import is_conflict_copy
+
+    when = datetime(2026, 12, 1, 9, 30, 5)
+    for name in ("notes.md", "README", "a/b/MEMORY.md"):
+        copy = conflict_name(name.rpartition("/")[2], when, "ann (vim)")
+        assert is_conflict_copy(name.rpartition("/")[0] + "/" + copy)
+    assert not is_conflict_copy("notes.md")
+    assert not is_conflict_copy("conflict-notes.md")
+    assert not is_conflict_copy("a.conflict-2026.md")

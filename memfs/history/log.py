@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memfs.store.base import Change, Store
+from memfs.store.rebase import is_conflict_copy
 
 # Authors the history commands give their changes (memfs.history.author).
 _COMMAND_OPS = ("restore", "undo", "expire", "import", "redact")
@@ -47,6 +48,8 @@ class LogEntry:
 
 
 def op_of(change: Change) -> str:
+    if change.kind == "create" and is_conflict_copy(change.path):
+        return "conflict"  # a version two writers' changes could not merge into
     for command in _COMMAND_OPS:
         if change.author.startswith(f"memfs {command} ") and change.kind != "mkdir":
             return command

@@ -18,6 +18,7 @@ from memfs.errors import Conflict, NotFound, Redacted, StoreError
 from memfs.history.steps import UNKNOWN, State, Step, after_of, fold, prior_of
 from memfs.store.base import Act, Change, Store
 from memfs.store.base import Operation as StoredOperation
+from memfs.store.rebase import is_conflict_copy
 
 # An operation of more records than this is summed up from its first ones only
 # (a log page must not read a 5,000-file delete whole to say what it was).
@@ -108,12 +109,19 @@ def describe(steps: list[Step], who: str) -> tuple[str, dict[str, int], str]:
         named = []
         for step in steps:
             what = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
-            named.append(f"{_VERBS[step.action]} {what or '/'}")
+            verb = _VERBS[step.action]
+            if step.action == "create" and is_conflict_copy(step.path):
+                # Two writers changed the same lines: one version is kept whole here.
+                verb = "kept a conflict copy"
+            named.append(f"{verb} {what or '/'}")
         return f"{who}: {', '.join(named)}", counts, top
     parts = []
     for action, n in counts.items():
         verb, one, many = _NOUNS[action]
         parts.append(f"{verb} {n:,} {one if n == 1 else many}")
+    copies = sum(s.action == "create" and is_conflict_copy(s.path) for s in steps)
+    if copies:
+        parts.append(f"kept {copies:,} conflict {'copy' if copies == 1 else 'copies'}")
     where = f" in {top}/" if top else ""
     return f"{who}: {', '.join(parts)}{where}", counts, top
 

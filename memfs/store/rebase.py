@@ -83,6 +83,13 @@ class Landing:
 
 
 _SIDE = re.compile(r"[^A-Za-z0-9_-]+")
+_COPY = re.compile(r"\.conflict-\d{8}-\d{6}-[A-Za-z0-9_-]+(\.|$)")
+
+
+def is_conflict_copy(path: str) -> bool:
+    """Whether ``path`` names a conflict copy (:func:`conflict_name`'s pattern): what
+    history, notices and status call out, whoever made it and through whichever door."""
+    return _COPY.search(path.rpartition("/")[2]) is not None
 
 
 def conflict_name(name: str, when: datetime, side: str, taken: Collection[str] = ()) -> str:
