@@ -12,6 +12,13 @@ writer's order: the script prints ``lost=N`` (must be 0), ``dup=N`` and the numb
 conflict copies made. Two mounts are two daemons with their own state directories (two
 "hosts"). SQLite runs first; PostgreSQL on a throwaway local cluster unless ``--url``.
 Prints the median rate of the runs and each layout's rate over the baseline's.
+
+The last row is whole-file saves: two writers on two mounts each read the shared index,
+add their line at the end and write the whole file back (``open(f, "w")``: a truncate
+and a write, as every editor and agent tool saves), as fast as they can. Each save
+lands against the revision its writer read and merges with what the other saved
+meanwhile: ``lost`` counts acknowledged lines missing (must be 0), ``conflicts`` the
+copies made, and the rate is saves/s against the single appender's appends/s.
 """
 
 from __future__ import annotations
@@ -49,6 +56,23 @@ with open(ack, "w") as out:
         out.write(f"{tag}-{n}\\n")
 """
 
+SAVER = """
+import os, sys, time
+path, tag, seconds, ack = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+end = time.monotonic() + seconds
+n = 0
+with open(ack, "w") as out:
+    while time.monotonic() < end:
+        n += 1
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text + f"{tag}-{n}\\n")
+        out.write(f"{tag}-{n}\\n")
+"""
+
+SAVES = "2 savers, 2 mounts"
+
 LAYOUTS = {
     "1 writer, 1 mount": (1, 0),
     "2 writers, 2 mounts": (1, 1),
@@ -84,7 +108,13 @@ def mounted(url: str, where: Path, name: str) -> Iterator[Path]:
 
 
 def one_run(
-    url: str, a: Path, b: Path, per_mount: tuple[int, int], seconds: float, run: int
+    url: str,
+    a: Path,
+    b: Path,
+    per_mount: tuple[int, int],
+    seconds: float,
+    run: int,
+    program: str = WRITER,
 ) -> dict[str, float]:
     name = f"log-{run}-{per_mount[0]}{per_mount[1]}.md"
     (a / name).write_text("")
@@ -109,7 +139,7 @@ def one_run(
                             [
                                 sys.executable,
                                 "-c",
-                                WRITER,
+                                program,
                                 str(mount / name),
                                 tag,
                                 str(seconds),
@@ -161,6 +191,15 @@ def bench(url: str, seconds: float, runs: int, label: str) -> None:
                     f"{'' if ordered else '  OUT OF ORDER'}",
                     flush=True,
                 )
+            results = [one_run(url, a, b, (1, 1), seconds, r, SAVER) for r in range(runs)]
+            rate = statistics.median(r["rate"] for r in results)
+            lost = sum(int(r["lost"]) for r in results)
+            copies = sum(int(r["copies"]) for r in results)
+            print(
+                f"{label:<10} {SAVES:<20} {rate:8.0f} saves/s    x{rate / (base or rate):4.2f}"
+                f"  lost={lost} conflicts={copies}",
+                flush=True,
+            )
 
 
 def main() -> int:
