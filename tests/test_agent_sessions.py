@@ -8,6 +8,10 @@ directory (no history) the same protocol, without a checkpoint."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,3 +249,87 @@ def test_a_bad_project_name_is_one_line(model_server: ModelServer, root: Path, n
     )
     assert model_server.requests == []
     assert list(root.iterdir()) == []
+
+
+# --- memfs session start|end: any agent on the mount (e.g. Claude Code's hooks) ------------
+
+
+def _memfs(*args: str, input: str = "") -> subprocess.CompletedProcess[str]:
+    """memfs as its own process, as a host's hook runs it."""
+    memfs = Path(sys.executable).with_name("memfs")
+    return subprocess.run(
+        [str(memfs), *args],
+        input=input,
+        env=os.environ.copy(),  # MEMFS_STATE_DIR: the test's mounts
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.fuse
+def test_session_commands_for_a_host_on_the_mount(memfs_mount: MountHandle) -> None:
+    mountpoint = memfs_mount.mountpoint
+    store = memfs_mount.store()
+    files = mountpoint / "sessions" / PROJECT
+
+    started = _memfs("session", "start", PROJECT, "--root", str(mountpoint), "--files")
+    assert started.returncode == 0, started.stderr
+    checkpoint = f"session-{PROJECT}-1"
+    see = command("diff", "--since", checkpoint, mountpoint)
+    assert started.stderr == (
+        f"memfs session: wrote progress.md, features.md, startup.md in {DIRECTORY}/ from"
+        " templates\n"
+        f"memfs session: session checkpoint {checkpoint}; its work: {see}\n"
+    )
+    # The protocol names the files where the host edits them: on the mount.
+    shown = SessionStart(PROJECT, DIRECTORY, (), store.checkpoints()[-1])
+    assert started.stdout == instruction(shown, str(files)) + "\n"
+    assert f"read {files}/progress.md (what was done" in started.stdout
+    assert {c.author for c in store.changes(0)} == {"agent"}
+
+    # The host ends a turn without touching the log: a warning; --block makes it exit 2,
+    # unless the host says it already continued once for this stop.
+    warning = (
+        f"memfs session: warning: this session ended without updating {PROGRESS}; the next"
+        " session will not know what it did: update it (or ask the model to)\n"
+    )
+    ended = _memfs("session", "end", PROJECT, "--root", str(mountpoint))
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "", warning)
+    blocked = _memfs("session", "end", PROJECT, "--root", str(mountpoint), "--block")
+    assert (blocked.returncode, blocked.stderr) == (2, warning)
+    again = _memfs(
+        "session",
+        "end",
+        PROJECT,
+        "--root",
+        str(mountpoint),
+        "--block",
+        input=json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}),
+    )
+    assert (again.returncode, again.stderr) == (0, warning)
+
+    # The host saves the log as a file on the mount: no warning, even with --block.
+    log = files / "progress.md"
+    log.write_text(log.read_text() + "\n## Session 1\n- Done: the checklist\n")
+    updated = _memfs("session", "end", PROJECT, "--root", str(mountpoint), "--block")
+    assert (updated.returncode, updated.stdout, updated.stderr) == (0, "", "")
+
+    # The next session keeps the files and counts on.
+    second = _memfs("session", "start", PROJECT, "--root", str(mountpoint))
+    assert second.returncode == 0, second.stderr
+    assert second.stderr == (
+        f"memfs session: session checkpoint session-{PROJECT}-2; its work:"
+        f" {command('diff', '--since', f'session-{PROJECT}-2', mountpoint)}\n"
+    )
+    assert f"read {PROGRESS} (what was done" in second.stdout
+    assert "## Session 1" in log.read_text()
+
+
+def test_session_end_without_history_or_start_is_one_line(root: Path) -> None:
+    plain = CliRunner().invoke(main, ["session", "end", PROJECT, "--root", str(root)])
+    assert plain.exit_code == 1
+    assert plain.stderr == (
+        f"Error: {root} keeps no history (it is not a memfs mount), so memfs cannot tell"
+        " what a session changed\n"
+    )

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from memfs.backing import Backing, store_behind
-from memfs.errors import AgentError, AlreadyExists, MemfsError, NotFound
+from memfs.errors import AgentError, AlreadyExists, MemfsError
 from memfs.handler import MemoryHandler, strings
 from memfs.store.base import Checkpoint, Store
 
@@ -106,15 +106,17 @@ class SessionStart:
         return f"{self.directory}/{PROGRESS}"
 
 
-def instruction(start: SessionStart) -> str:
-    """What the model is told at the start of every session of ``start.project``."""
+def instruction(start: SessionStart, directory: str | None = None) -> str:
+    """What the model is told at the start of every session of ``start.project``;
+    ``directory``: where the model finds the files, for a host that reads them on the
+    mount rather than through the memory tool (default: their /memories path)."""
     if start.checkpoint is not None:
         session = f"this session began at checkpoint {start.checkpoint.name}"
     else:
         session = "this directory keeps no history, so no checkpoint marks this session"
     return INSTRUCTION.format(
         project=start.project,
-        directory=start.directory,
+        directory=directory or start.directory,
         session=session,
         progress=PROGRESS,
         features=FEATURES,
@@ -151,6 +153,15 @@ class ProjectSessions:
         if backing is not None and not backing.mounted:
             backing.close()
             return None
+        return backing
+
+    def _history(self) -> Backing:
+        backing = self._open()
+        if backing is None:
+            raise AgentError(
+                f"{self.root} keeps no history (it is not a memfs mount), so memfs cannot"
+                " tell what a session changed"
+            )
         return backing
 
     def _store_path(self, backing: Backing, name: str) -> str:
@@ -222,10 +233,9 @@ class ProjectSessions:
         return max(numbers) + 1
 
     def latest(self) -> Checkpoint | None:
-        """The newest session checkpoint of the project (None: none, or no history)."""
-        backing = self._open()
-        if backing is None:
-            return None
+        """The newest session checkpoint of the project (None: none yet); AgentError
+        without history (a plain directory)."""
+        backing = self._history()
         try:
             pattern = re.compile(re.escape(f"{CHECKPOINT_PREFIX}{self.project}-") + r"[0-9]+")
             found = [c for c in backing.store.checkpoints() if pattern.fullmatch(c.name)]
@@ -250,12 +260,7 @@ class ProjectSessions:
     def progress_updated_since(self, checkpoint: Checkpoint) -> bool:
         """Whether the progress log changed after ``checkpoint`` (AgentError without
         history: a plain directory cannot tell)."""
-        backing = self._open()
-        if backing is None:
-            raise AgentError(
-                f"{self.root} keeps no history (it is not a memfs mount), so memfs cannot"
-                " tell what a session changed"
-            )
+        backing = self._history()
         try:
             path = self._store_path(backing, PROGRESS)
             if backing.link is not None:
@@ -267,11 +272,3 @@ class ProjectSessions:
             )
         finally:
             backing.close()
-
-
-def checkpoint_named(store: Store, name: str) -> Checkpoint:
-    """The checkpoint ``name`` of ``store``; NotFound if there is none."""
-    for checkpoint in store.checkpoints():
-        if checkpoint.name == name:
-            return checkpoint
-    raise NotFound(f"there is no checkpoint {name!r}")

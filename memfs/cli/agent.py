@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 import click
 
 from memfs.cli.common import store_option
+from memfs.cli.session import announce, progress_warning
 from memfs.cli.tool import actor_option, secrets_option
 from memfs.errors import MemfsError
 
@@ -94,25 +95,6 @@ class _Renderer:
                 )
 
 
-def _announce(started: SessionStart, root: Path) -> None:
-    """Tell the person what the session's start did: the files it set up and the
-    checkpoint to see its work from."""
-    from memfs.program import command
-
-    if started.created:
-        names = ", ".join(path.rsplit("/", 1)[1] for path in started.created)
-        click.echo(f"memfs agent: wrote {names} in {started.directory}/ from templates", err=True)
-    if started.checkpoint is None:
-        click.echo(
-            f"memfs agent: {root} keeps no history (not a memfs mount): no session checkpoint",
-            err=True,
-        )
-        return
-    name = started.checkpoint.name
-    see = command("diff", "--since", name, root)
-    click.echo(f"memfs agent: session checkpoint {name}; its work: {see}", err=True)
-
-
 def _check_progress(sessions: ProjectSessions, started: SessionStart) -> None:
     """Warn (one line, the exit status unchanged) when the session left the progress
     log as it found it: the next session would start from an old state."""
@@ -122,11 +104,7 @@ def _check_progress(sessions: ProjectSessions, started: SessionStart) -> None:
         click.echo(f"memfs agent: could not check the progress log: {exc}", err=True)
         return
     if not updated:
-        click.echo(
-            f"memfs agent: warning: this session ended without updating {started.progress};"
-            " the next session will not know what it did: update it (or ask the model to)",
-            err=True,
-        )
+        click.echo(progress_warning(started.progress, "memfs agent"), err=True)
 
 
 def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterator[str]:
@@ -270,7 +248,7 @@ def agent(
         except MemfsError as exc:
             _die(str(exc), EXIT_SETUP)
         sessions = (project_sessions, started)
-        _announce(started, root)
+        announce(started, root, "memfs agent")
         system = "\n\n".join(part for part in (system, instruction(started)) if part)
 
     show = verbose or sys.stdout.isatty()
