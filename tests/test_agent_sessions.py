@@ -100,6 +100,8 @@ def test_sessions_on_a_mount(model_server: ModelServer, memfs_mount: MountHandle
         startup="startup.md",
     )
     assert f"Before anything else, read {PROGRESS} (what was done" in system
+    # The set-up is no news to the model: it came before the session's change feed.
+    assert not [t for r in model_server.requests for t in r.texts() if "people changed" in t]
     # The checkpoint comes after the setup: the session's own work starts from it.
     marks = {c.name: c for c in store.checkpoints()}
     assert marks[checkpoint_1].seq == store.last_seq()
@@ -333,3 +335,15 @@ def test_session_end_without_history_or_start_is_one_line(root: Path) -> None:
         f"Error: {root} keeps no history (it is not a memfs mount), so memfs cannot tell"
         " what a session changed\n"
     )
+
+
+def test_the_documented_instruction_is_the_one_sent() -> None:
+    """docs/sessions.md quotes the instruction word for word; it must not drift."""
+    from memfs.store.base import Checkpoint
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "sessions.md"
+    page = docs.read_text(encoding="utf-8")
+    marker = "<!-- sessions-instruction: webshop session-webshop-3 -->\n```text\n"
+    quoted = page[page.index(marker) + len(marker) :].split("\n```", 1)[0]
+    checkpoint = Checkpoint("session-webshop-3", 7, 0, "agent")
+    assert quoted == instruction(SessionStart("webshop", DIRECTORY, (), checkpoint))

@@ -45,7 +45,7 @@ def announce(started: SessionStart, root: Path, who: str) -> None:
         )
         return
     name = started.checkpoint.name
-    see = command("diff", "--since", name, root)
+    see = command("diff", "--since", name, root.absolute())  # pasted from anywhere
     click.echo(f"{who}: session checkpoint {name}; its work: {see}", err=True)
 
 
