@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memfs.cli.common import store_option
 from memfs.cli.tool import actor_option
 
 if TYPE_CHECKING:
@@ -86,7 +85,6 @@ def session() -> None:
 @session.command()
 @click.argument("name")
 @ROOT_OPTION
-@store_option("Store URL, when DIR is not a mount (default: the mount's).")
 @actor_option("agent")
 @click.option(
     "--files",
@@ -94,13 +92,13 @@ def session() -> None:
     help="Name the files by their place under DIR (for a host that edits files on the"
     " mount, e.g. Claude Code), not by their /memories path (the memory tool, MCP).",
 )
-def start(name: str, root: Path | None, store_url: str | None, actor: str, files: bool) -> None:
+def start(name: str, root: Path | None, actor: str, files: bool) -> None:
     """Start a session of project NAME: write the files that are absent from templates,
     take the checkpoint session-NAME-N, print the protocol for the model on stdout."""
     from memfs.agent.sessions import SESSIONS_DIR, ProjectSessions, instruction
 
     root = root if root is not None else default_root()
-    started = ProjectSessions(root, name, actor=actor, store_url=store_url).start()
+    started = ProjectSessions(root, name, actor=actor).start()
     announce(started, root, "memfs session")
     shown = str(root.absolute() / SESSIONS_DIR / name) if files else None
     click.echo(instruction(started, shown))
@@ -121,21 +119,20 @@ def _host_continued() -> bool:
 @session.command()
 @click.argument("name")
 @ROOT_OPTION
-@store_option("Store URL, when DIR is not a mount (default: the mount's).")
 @click.option(
     "--block",
     is_flag=True,
     help="Exit 2 when the progress log was not updated (a Claude Code Stop hook then"
     " sends the warning to Claude), once per stop.",
 )
-def end(name: str, root: Path | None, store_url: str | None, block: bool) -> None:
+def end(name: str, root: Path | None, block: bool) -> None:
     """Check the end of project NAME's newest session: warn (stderr) when its progress
     log did not change since the session's checkpoint."""
     from memfs.agent.sessions import ProjectSessions
     from memfs.program import command
 
     root = root if root is not None else default_root()
-    sessions = ProjectSessions(root, name, store_url=store_url)
+    sessions = ProjectSessions(root, name)
     latest = sessions.latest()
     if latest is None:
         raise click.ClickException(
