@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,4 +29,9 @@ def test_the_wheel_builds_without_a_license_warning(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     output = done.stdout + done.stderr
     assert "project.license" not in output and "License classifiers" not in output, output
-    assert list(wheels.glob("memfs-*.whl"))
+    (wheel,) = wheels.glob("memfs-*.whl")
+    # The package data the code reads at run time, e.g. the session templates.
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    for name in ("progress.md", "features.md", "startup.md"):
+        assert f"memfs/agent/templates/{name}" in names

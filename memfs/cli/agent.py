@@ -1,5 +1,9 @@
 """``memfs agent PROMPT``: Claude with the memory tool on the mounted memory tree.
 
+With ``--sessions NAME`` the run is one session of long work (:mod:`memfs.agent.sessions`):
+templates set up, a checkpoint at its start, a warning when it leaves the progress log
+as it was (the exit status stays what the run earned).
+
 Exit status: 0 when the model finished; 1 when the API failed after the SDK's retries
 (or the tree could not be used); 2 for a setup problem (no API key, nothing mounted, bad
 options); 3 when ``--max-iterations`` stopped the model before it finished.
@@ -10,20 +14,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import click
 
 from memfs.cli.common import store_option
+from memfs.cli.session import announce, progress_warning
 from memfs.cli.tool import actor_option, secrets_option
 from memfs.errors import MemfsError
+
+if TYPE_CHECKING:
+    from memfs.agent.sessions import ProjectSessions, SessionStart
 
 EXIT_API = 1
 EXIT_SETUP = 2
 EXIT_MAX_ITERATIONS = 3
 
 
-def _die(message: str, status: int) -> None:
+def _die(message: str, status: int) -> NoReturn:
     click.echo(f"memfs agent: {message}", err=True)
     sys.exit(status)
 
@@ -85,6 +93,18 @@ class _Renderer:
                     "the last tool results were not sent; raise --max-iterations to let it finish",
                     err=True,
                 )
+
+
+def _check_progress(sessions: ProjectSessions, started: SessionStart) -> None:
+    """Warn (one line, the exit status unchanged) when the session left the progress
+    log as it found it: the next session would start from an old state."""
+    try:
+        updated = sessions.progress_updated(started)
+    except MemfsError as exc:
+        click.echo(f"memfs agent: could not check the progress log: {exc}", err=True)
+        return
+    if not updated:
+        click.echo(progress_warning(started.progress, "memfs agent"), err=True)
 
 
 def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterator[str]:
@@ -154,6 +174,13 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
     help="With --compaction: summarise once a prompt passes TOKENS (default 150000).",
 )
 @click.option("--search-tool", is_flag=True, help="Give Claude memory_search as a second tool.")
+@click.option(
+    "--sessions",
+    "project",
+    metavar="NAME",
+    help="One session of long work on project NAME: its progress log, feature checklist"
+    " and start-up notes in /memories/sessions/NAME/ (see docs/sessions.md).",
+)
 @click.option("-i", "--interactive", is_flag=True, help="Chat: one prompt per line.")
 @click.option("--create-overwrites", is_flag=True, help="Let `create` replace a file.")
 @secrets_option
@@ -175,6 +202,7 @@ def agent(
     compaction: bool,
     compact_at: int | None,
     search_tool: bool,
+    project: str | None,
     interactive: bool,
     create_overwrites: bool,
     secrets: str,
@@ -210,6 +238,18 @@ def agent(
         _die(MISSING_KEY, EXIT_SETUP)
     root = root if root is not None else _default_root()
     system = system_file.read_text(encoding="utf-8") if system_file is not None else None
+    sessions: tuple[ProjectSessions, SessionStart] | None = None
+    if project is not None:
+        from memfs.agent.sessions import ProjectSessions, instruction
+
+        try:
+            project_sessions = ProjectSessions(root, project, actor=actor, store_url=store_url)
+            started = project_sessions.start()
+        except MemfsError as exc:
+            _die(str(exc), EXIT_SETUP)
+        sessions = (project_sessions, started)
+        announce(started, root, "memfs agent")
+        system = "\n\n".join(part for part in (system, instruction(started)) if part)
 
     show = verbose or sys.stdout.isatty()
     renderer = _Renderer(show)
@@ -258,7 +298,11 @@ def agent(
                     break
             except KeyboardInterrupt:
                 renderer.end_line()
+                if sessions is not None:
+                    _check_progress(*sessions)
                 _die("interrupted", 130)
+    if sessions is not None:
+        _check_progress(*sessions)
     if failed:
         sys.exit(EXIT_API)
     if renderer.max_iterations_reached:
