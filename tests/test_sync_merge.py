@@ -259,3 +259,12 @@ def test_conflict_name_avoids_taken_names_and_stays_valid() -> None:
     long = conflict_name("é" * 127 + ".md", WHEN, "local")
     assert name_problem(long) is None
     assert not ignored_name(long)
+
+
+def test_a_save_in_dir_that_changed_two_places_merges_with_the_stores_change_between() -> None:
+    # The mirror merges with the store's rule (one algorithm): the person's whole save
+    # changed the first and last lines, the store's writer the middle one.
+    base = b"one\ntwo\nthree\nfour\nfive\n"
+    local = b"ONE\ntwo\nthree\nfour\nFIVE\n"
+    remote = b"one\ntwo\nTHREE\nfour\nfive\n"
+    assert merge_files(base, local, remote) == b"ONE\ntwo\nTHREE\nfour\nFIVE\n"
