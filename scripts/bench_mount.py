@@ -263,6 +263,9 @@ def staleness(db: Path | str, mnt: Path, trials: int = 15) -> None:
             _visible(other / "stale.txt", b"start")
             for i in range(trials):
                 data = f"from a {i}".encode()
+                # A save of what it read, as a writer makes (a blind rewrite of what
+                # another writer just stored would keep theirs as a conflict copy).
+                (mnt / "stale.txt").read_bytes()
                 with open(mnt / "stale.txt", "wb") as f:
                     f.write(data)
                     f.flush()
