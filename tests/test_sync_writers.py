@@ -315,3 +315,26 @@ def test_a_file_held_open_for_writing_is_never_swapped_under_its_writer(
     wait_for(lambda: sync_rig.remote_has("held.md", expected), what="the merge in the store")
     sync_rig.settle()
     assert sync_rig.disk() == sync_rig.remote() == {"held.md": expected}
+
+
+def test_whole_saves_in_dir_and_on_the_mount_both_stay(
+    sync_rig: SyncRig, mount_factory: Callable[..., MountHandle]
+) -> None:
+    # A person's editor saves the whole file in DIR, an agent saves the whole file on
+    # the mount, both from the same revision: one merge (the store's rule) keeps both.
+    mount, _, store = _start(sync_rig, mount_factory, "MEMORY.md")
+    sync_rig.stop()
+    (mount.mountpoint / "MEMORY.md").write_text("# Memory\n- one\n- two\n")
+    wait_for(lambda: b"two" in store.read("MEMORY.md")[0], what="the first save in the store")
+    sync_rig.once()
+    assert sync_rig.disk_has("MEMORY.md", b"# Memory\n- one\n- two\n")
+    text = (mount.mountpoint / "MEMORY.md").read_text()
+    (mount.mountpoint / "MEMORY.md").write_text(text + "- from the agent\n")
+    wait_for(lambda: b"agent" in store.read("MEMORY.md")[0], what="the agent's save in the store")
+    sync_rig.write("MEMORY.md", "# Memory\n- from the person\n- one\n- two\n")
+    sync_rig.once()
+    both = b"# Memory\n- from the person\n- one\n- two\n- from the agent\n"
+    assert store.read("MEMORY.md")[0] == both
+    assert sync_rig.disk_has("MEMORY.md", both)
+    wait_for(lambda: (mount.mountpoint / "MEMORY.md").read_bytes() == both, what="on the mount")
+    assert not [p for p in sync_rig.disk() if "conflict" in p]
