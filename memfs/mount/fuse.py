@@ -143,6 +143,8 @@ def _make_fuse_class(mfusepy: Any) -> type:
             return 0
 
         def init_fuse_2(self, conn: Any) -> None:
+            if conn and hasattr(conn.contents, "want"):
+                conn.contents.want |= conn.contents.capable & FUSE_CAP_ATOMIC_O_TRUNC
             super().init_fuse_2(conn)
             self._started()
 
