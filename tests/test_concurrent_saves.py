@@ -22,12 +22,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.mount import MountHandle, wait_for
+from tests.fixtures.postgres import PgCluster
 
 MEMFS = str(Path(sys.executable).with_name("memfs"))
 MakeMount = Callable[..., MountHandle]
@@ -53,8 +55,18 @@ APPENDER = textwrap.dedent(
 )
 
 
-def mounts(mount_factory: MakeMount, count: int) -> list[MountHandle]:
-    first = mount_factory("m0")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """The store the mounts share: None for a fresh SQLite file, else a fresh tree in
+    the suite's PostgreSQL cluster (two mounts there are two hosts' daemons)."""
+    if request.param == "sqlite":
+        return None
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    return cluster.url(f"saves-{uuid.uuid4().hex[:8]}")
+
+
+def mounts(mount_factory: MakeMount, count: int, url: str | None = None) -> list[MountHandle]:
+    first = mount_factory("m0", store_url=url)
     return [first] + [mount_factory(f"m{i}", store_url=first.store_url) for i in range(1, count)]
 
 
@@ -68,9 +80,10 @@ def lines_in_store(m: MountHandle, path: str) -> list[str]:
     ids=["2-mounts-1-proc", "2-mounts-2-procs", "3-mounts-1-proc", "1-proc-via-2-mounts"],
 )
 def test_appenders_that_create_the_file_lose_no_line(
-    mount_factory: MakeMount, n_mounts: int, per_mount: int, through_both: bool
-) -> None:
-    ms = mounts(mount_factory, n_mounts)
+    mount_factory: MakeMount, backend: str | None, n_mounts: int, per_mount: int,
+    through_both: bool,
+) -> None:  # fmt: skip
+    ms = mounts(mount_factory, n_mounts, backend)
     procs: list[tuple[str, subprocess.Popen[str]]] = []
     if through_both:
         paths = [str(m.mountpoint / "shared.log") for m in ms]
@@ -157,9 +170,9 @@ def _both_save(a: subprocess.Popen[str], b: subprocess.Popen[str]) -> None:
 @pytest.mark.parametrize("how", ["whole", "rename"])
 @pytest.mark.parametrize("places", [("top", "end"), ("end", "end")])
 def test_two_whole_saves_from_one_revision_keep_both_lines(
-    mount_factory: MakeMount, how: str, places: tuple[str, str]
+    mount_factory: MakeMount, backend: str | None, how: str, places: tuple[str, str]
 ) -> None:
-    a, b = mounts(mount_factory, 2)
+    a, b = mounts(mount_factory, 2, backend)
     index = a.mountpoint / "MEMORY.md"
     index.write_text("# Memory\n- one\n- two\n")
     os.sync()
@@ -179,9 +192,9 @@ def test_two_whole_saves_from_one_revision_keep_both_lines(
 
 
 def test_a_line_both_rewrite_lands_the_last_save_and_keeps_the_other_as_a_copy(
-    mount_factory: MakeMount,
+    mount_factory: MakeMount, backend: str | None
 ) -> None:
-    a, b = mounts(mount_factory, 2)
+    a, b = mounts(mount_factory, 2, backend)
     notes = a.mountpoint / "n.md"
     notes.write_text("alpha\nbeta\ngamma\n")
     os.sync()
@@ -225,9 +238,9 @@ def test_a_line_both_rewrite_lands_the_last_save_and_keeps_the_other_as_a_copy(
 
 
 def test_an_open_file_reads_the_revision_it_opened_while_another_mount_replaces_it(
-    mount_factory: MakeMount, tmp_path: Path
+    mount_factory: MakeMount, backend: str | None, tmp_path: Path
 ) -> None:
-    a, b = mounts(mount_factory, 2)
+    a, b = mounts(mount_factory, 2, backend)
     old = "alpha\nbeta\ngamma\n"
     (b.mountpoint / "n.md").write_text(old)
     os.sync()
