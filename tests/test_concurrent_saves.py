@@ -260,6 +260,8 @@ def test_an_open_file_reads_the_revision_it_opened_while_another_mount_replaces_
         )
         rest = f.read()
     assert (head + rest).decode() == old
+    # Closed: what the old handle read into the page cache is not served to new opens.
+    assert "BETA" in (b.mountpoint / "n.md").read_text()
 
 
 def _children(pid: int) -> list[str]:

@@ -409,7 +409,9 @@ def serve(
         "attr_timeout": attr_timeout,
         "entry_timeout": entry_timeout,
         "negative_timeout": options.negative_timeout,
-        "kernel_cache": True,
+        # No "kernel_cache": libfuse would then set keep_cache on every open after ours,
+        # and an open that must not see pages cached of another revision (see
+        # memfs.mount.handles) would. open_file decides keep_cache itself.
         "hard_remove": True,
         "default_permissions": True,
     }
