@@ -52,7 +52,7 @@ def test_a_claude_session_is_one_operation_undone_whole(
         "#!/bin/sh\n"
         'printf "a memory\\n" > "$1/user_role.md"\n'
         f"sleep {BURST_GAP_S + 0.5}\n"
-        'sh -c "printf \'%s\\n\' \'- [role](user_role.md)\' >> \\"$1/MEMORY.md\\""\n'
+        "sh -c \"printf '%s\\n' '- [role](user_role.md)' >> \\\"$1/MEMORY.md\\\"\"\n"
         "sync\n"
     )
     agent.chmod(0o755)
