@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.clock",
     "tests.fixtures.mcp",
     "tests.fixtures.web",
+    "tests.fixtures.claude_code",
 ]
 
 

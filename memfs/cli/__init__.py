@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "status": "status",
     "sync": "sync",
     "agent": "agent",
+    "claude-code": "claude_code",
     "history": "history",
     "log": "log",
     "diff": "log",
