@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.mcp",
     "tests.fixtures.web",
     "tests.fixtures.claude_code",
+    "tests.fixtures.claude_code_model",
 ]
 
 
