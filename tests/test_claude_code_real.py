@@ -98,6 +98,9 @@ def memory_brain(body: dict[str, Any]) -> list[Block]:
         if anchor is None:
             return _use(n, "Write", file_path=index, content=f"{INDEX_HEAD}{line}\n")
         return _use(n, "Edit", file_path=index, old_string=anchor, new_string=f"{anchor}\n{line}")
+    if last_use["name"] == "Read" and "does not exist" in result_text(last_result):
+        # No index yet: the first memory makes it (a new file needs no Read).
+        return _use(n, "Write", file_path=index, content=f"{INDEX_HEAD}{line}\n")
     if last_use["name"] == "Write" and last_use["input"]["file_path"] != index and failed:
         return [{"type": "text", "text": f"could not save: {result_text(last_result)[:200]}"}]
     edited = last_use["name"] in ("Edit", "Write") and last_use["input"]["file_path"] == index
@@ -267,6 +270,32 @@ def test_sessions_one_after_another_see_everything(
     assert len(names) == 4
     rel = team.memdirs[0].relative_to(team.machines[0].mountpoint).as_posix()
     _logged_as_claude_code(team.machines[0].store_url, rel, len(names))
+
+
+def test_enable_takes_in_what_claude_code_remembered_before(
+    machines: list[Machine], claude_code_cli: Path, tmp_path: Path
+) -> None:
+    """A session before enable saves to Claude Code's own directory; enable brings it
+    into the shared one, where the other machine's sessions find it."""
+    with agent_server(memory_brain) as server:
+        alice, bob = machines
+        clone = make_repo(alice.base / "src" / "widgets", "https://github.com/acme/widgets")
+        team = Team(machines, [clone], [], claude_code_cli, server.url)
+        assert _finish(_session(team, 0, "before-enable")) == "saved"
+        own = alice.default_memory(clone)
+        assert index_line("before-enable") in (own / "MEMORY.md").read_text()
+        alice.memfs(clone, "claude-code", "enable")
+        other = make_repo(bob.base / "src" / "widgets", "git@github.com:acme/widgets.git")
+        bob.memfs(other, "claude-code", "enable")
+        team.clones.append(other)
+        for clone_, m in zip(team.clones, machines, strict=True):
+            settings = json.loads((clone_ / ".claude" / "settings.local.json").read_text())
+            team.memdirs.append(Path(settings["autoMemoryDirectory"]))
+            assert team.memdirs[-1].is_relative_to(m.mountpoint)
+        wait_for(lambda: _sees_all(team, ["before-enable"]), what="the import on both sides")
+        assert _finish(_session(team, 1, "bob-after")) == "saved"
+        wait_for(lambda: _sees_all(team, ["before-enable", "bob-after"]), what="both sides")
+        assert server.failures == []
 
 
 @pytest.mark.xfail(reason="needs the three-way merge of saves (issue 26)", strict=False)
