@@ -11,8 +11,9 @@ told by its id and start time, so a later process given the same id starts an
 operation of its own, as does the same run after a pause.
 
 A coding agent (Claude Code: :func:`memfs.actors.agent_of`) is named ``claude-code
-(alice)``, and its session is one operation: every change made by its process, or by a
-process it started (its Bash tool's ``echo >> MEMORY.md``), with pauses up to
+(alice)``, and its session is one operation: every change made by its process, or by
+the shell its Bash tool starts and the command that shell runs (``echo >>
+MEMORY.md``), with pauses up to
 :data:`AGENT_GAP_S` (a model thinks and works for minutes between two memory writes),
 so ``memfs undo`` takes back what one session wrote, whole.
 """
@@ -31,8 +32,10 @@ from memfs.store.base import Act
 BURST_GAP_S = 2.0
 # The longest pause inside one agent session's operation (see the module docstring).
 AGENT_GAP_S = 1800.0
-# How far up its parents a process is looked at for the agent that started it.
-_AGENT_DEPTH = 12
+# How far up its parents a process is looked at for the agent that started it: the
+# agent's Bash tool runs a shell (a child) that runs a command (a grandchild). Deeper
+# descendants (a build, a test suite run by that command) are programs of their own.
+_AGENT_DEPTH = 2
 # Processes remembered at once; an older one ends its operation when it is forgotten.
 KEPT = 4096
 # /proc is read once per process for this long (a pid's program can change by exec).
@@ -122,10 +125,12 @@ def _cmdline(pid: int) -> list[str]:
 
 def _agent(pid: int, program: str, started: int) -> tuple[str, int, int] | None:
     """``(agent, its pid, its start)`` when ``pid`` is an agent or was started by one."""
-    for _ in range(_AGENT_DEPTH):
+    for depth in range(_AGENT_DEPTH + 1):
         found = agent_of(program, _cmdline(pid) if program in ("node", "nodejs", "bun") else ())
         if found is not None:
             return found, pid, started
+        if depth == _AGENT_DEPTH:
+            break
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
                 head, _, tail = f.read().rpartition(")")
