@@ -3,6 +3,7 @@ what it leaves out, and what the change feed looks like from inside."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,11 @@ SUB = "team/repo"
 
 
 @pytest.fixture
-def base(tmp_path: Path) -> Store:
-    store = open_store(f"sqlite://{tmp_path / 's.db'}")
-    store.mkdir(SUB, author="t", parents=True)
-    store.mkdir("elsewhere", author="t")
-    return store
+def base(tmp_path: Path) -> Iterator[Store]:
+    with open_store(f"sqlite://{tmp_path / 's.db'}") as store:
+        store.mkdir(SUB, author="t", parents=True)
+        store.mkdir("elsewhere", author="t")
+        yield store
 
 
 def test_paths_map_both_ways(base: Store) -> None:
