@@ -171,3 +171,22 @@ def test_a_non_empty_mountpoint_is_refused_with_what_to_do(
     assert "is not empty" in result.output
     assert "import" in result.output and "claude-code enable" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_command_line_mounts_a_subtree(
+    tmp_path: Path, memfs_state_dir: Path, seeded: str
+) -> None:
+    mp = tmp_path / "cli-mnt"
+    runner = CliRunner()
+    try:
+        done = runner.invoke(main, ["mount", str(mp), "--store", seeded, "--subtree", f"/{SUB}/"])
+        assert done.exit_code == 0, done.output
+        assert done.output.startswith(f"Mounted {SUB}/ of ")
+        assert os.listdir(mp) == ["MEMORY.md"]
+        bad = runner.invoke(
+            main, ["mount", str(tmp_path / "x"), "--store", seeded, "--subtree", "a/../b"]
+        )
+        assert bad.exit_code == 1 and "the subtree 'a/../b' is not a directory" in bad.output
+    finally:
+        gone = runner.invoke(main, ["umount", str(mp)])
+    assert gone.exit_code == 0, gone.output

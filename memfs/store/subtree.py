@@ -54,7 +54,12 @@ def subtree_path(text: str) -> str:
     rel = text.strip().strip("/")
     if not rel:
         raise PathError("the subtree must name a directory below the root, not the root")
-    _check(rel)
+    if any(p in ("", ".", "..") for p in rel.split("/")):
+        raise PathError(
+            f"the subtree {text!r} is not a directory of the store: name it from the root,"
+            " with no empty, '.' or '..' part (e.g. claude-code/REPO)",
+            path=text,
+        )
     return rel
 
 
