@@ -134,7 +134,9 @@ def _enabled(machines: list[Machine], store_url: str, claude: Path, base: Path) 
         clone = m.base / "src" / "widgets"
         git(base, "clone", "-q", str(upstream), str(clone))
         git(clone, "remote", "set-url", "origin", origin)
-        m.memfs(clone, "claude-code", "enable")
+        out = m.memfs(clone, "claude-code", "enable").stdout
+        if store_url.startswith("postgresql://"):
+            assert "Share it with other machines and teammates" in out
         settings = json.loads((clone / ".claude" / "settings.local.json").read_text())
         clones.append(clone)
         memdirs.append(Path(settings["autoMemoryDirectory"]))

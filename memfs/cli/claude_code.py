@@ -61,9 +61,19 @@ def enable(store_url: str | None, mountpoint: Path | None) -> None:
     click.echo(
         f"Claude Code's memory for {done.repo.root} is now {done.memory_dir}\n"
         f"  (store {shown_url(done.store_url)}, directory {done.store_path}),"
-        f" set as {cc.KEY} in {done.settings}.\n"
-        f"Undo with: {command('claude-code', 'disable')}"
+        f" set as {cc.KEY} in {done.settings}."
     )
+    if done.store_url.lower().startswith(("postgres://", "postgresql://")):
+        click.echo(
+            "Share it with other machines and teammates: in their clone, run "
+            f"{command('claude-code', 'enable', '--store', shown_url(done.store_url))}"
+        )
+    else:
+        click.echo(
+            "Other work trees and clones on this machine: run "
+            f"{command('claude-code', 'enable')} in each."
+        )
+    click.echo(f"Undo with: {command('claude-code', 'disable')}")
 
 
 @claude_code.command()
