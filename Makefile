@@ -12,8 +12,10 @@ MOUNTPOINT ?=
 # path testable; rsync and vim-tiny are real tools the end-to-end mount tests drive;
 # ripgrep is a native baseline in scripts/bench_search.py; postgresql is the server the
 # PostgreSQL store's tests start throwaway clusters of; chromium is the browser the tests
-# of memfs web drive through Playwright. The script decides what is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium
+# of memfs web drive through Playwright; nodejs and npm install the real Claude Code CLI
+# the `memfs claude-code` tests drive (tests/fixtures/claude_code_model.py). The script
+# decides what is missing.
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium nodejs npm
 
 .PHONY: test run stop status lint bench system-deps venv clean
 

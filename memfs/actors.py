@@ -5,11 +5,17 @@ NAME`` (default ``agent``), ``mcp:`` plus an MCP client's whole ``clientInfo.nam
 ``MemoryTool(actor=...)``; a person through the mount is their user and program. The
 name goes into every change the door makes and is what ``memfs log --actor`` matches,
 so it must be one printable line: no control characters, at most 200 UTF-8 bytes.
+
+A coding agent working through the mount (Claude Code, a ``claude`` process) is named
+for the agent first and the person it works for second, ``claude-code (alice)``, so
+``memfs log --actor claude-code`` finds every session's memory writes, whoever ran it;
+anything else through the mount is ``alice (rm)``.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 from memfs.errors import ActorError
 
@@ -28,6 +34,33 @@ def check_actor(name: object) -> str:
             f"the actor name holds the control character U+{ord(bad):04X}: use printable text"
         )
     return name
+
+
+# Agents recognised by the process that writes through the mount: the kernel's name of
+# the process (comm) -> the agent's actor name. Claude Code's native binary names itself
+# ``claude``; its older Node.js form sets the same process title.
+AGENT_PROGRAMS = {"claude": "claude-code"}
+# A Node.js process running Claude Code's script (without its process title) shows it
+# in its command line.
+AGENT_SCRIPTS = {"@anthropic-ai/claude-code/": "claude-code"}
+
+
+def agent_of(program: str, cmdline: Sequence[str] = ()) -> str | None:
+    """The agent a process is (``claude-code``), from its name and command line; None
+    for any other program."""
+    found = AGENT_PROGRAMS.get(program)
+    if found is None and program in ("node", "nodejs", "bun"):
+        found = next(
+            (name for arg in cmdline[1:3] for key, name in AGENT_SCRIPTS.items() if key in arg),
+            None,
+        )
+    return found
+
+
+def mount_actor(user: str, program: str, agent: str | None = None) -> str:
+    """Who a process writing through the mount is: ``claude-code (alice)`` for an
+    agent, ``alice (rm)`` for any other program."""
+    return f"{agent} ({user})" if agent else f"{user} ({program})"
 
 
 def clean_actor(name: str, fallback: str, *, prefix: str = "") -> str:

@@ -35,6 +35,7 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     │   └── OverLimit           ... the source brings more than an import takes
     │       └── Bomb            ... it expands past the compression-ratio limit
     ├── AgentError              the agent loop cannot start or go on
+    │   └── ClaudeCodeError     ... `memfs claude-code` cannot share a repository's memory
     ├── HttpError               an HTTP door (mcp --http, web) cannot listen as asked
     ├── McpError                the MCP server cannot start (address, port, options)
     └── WebError                memfs web cannot start or serve as asked
@@ -202,6 +203,11 @@ class SyncError(MemfsError):
 
 class AgentError(MemfsError):
     pass
+
+
+class ClaudeCodeError(AgentError):
+    """``memfs claude-code`` cannot do as asked: no git work tree, a settings file it
+    must not overwrite, a memory file the store cannot hold."""
 
 
 class TransferError(MemfsError):

@@ -5,7 +5,11 @@
 set -euo pipefail
 missing=()
 for pkg in "$@"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
+  # A program another package provides counts: NodeSource's nodejs brings npm and
+  # conflicts with Debian's npm package, which apt would then refuse to install.
+  [ "$pkg" = npm ] && command -v npm >/dev/null 2>&1 && continue
+  missing+=("$pkg")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then

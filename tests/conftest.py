@@ -13,6 +13,8 @@ pytest_plugins = [
     "tests.fixtures.clock",
     "tests.fixtures.mcp",
     "tests.fixtures.web",
+    "tests.fixtures.claude_code",
+    "tests.fixtures.claude_code_model",
 ]
 
 

@@ -305,7 +305,9 @@ def test_non_empty_mountpoint_is_refused(tmp_path: Path, memfs_state_dir: Path) 
     line = _one_line_error(_invoke("mount", str(mp), "--store", sqlite_url(tmp_path / "s.db")))
     assert line == (
         f"Error: {mp} is not empty; mount on an empty directory so no files are hidden "
-        "under the mount."
+        f"under the mount, or put what it holds into the store first: {command('import', mp)}"
+        f" (for a Claude Code memory directory: {command('claude-code', 'enable')} in the"
+        " repository imports and mounts it)."
     )
     assert (mp / "mine.txt").read_text() == "keep me\n"
     _nothing_mounted(tmp_path)

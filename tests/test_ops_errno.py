@@ -61,6 +61,7 @@ EXPECTED: dict[type[errors.MemfsError], int] = {
     errors.OverLimit: errno.EIO,
     errors.Bomb: errno.EIO,
     errors.AgentError: errno.EIO,
+    errors.ClaudeCodeError: errno.EIO,
     errors.HttpError: errno.EIO,
     errors.McpError: errno.EIO,
     errors.WebError: errno.EIO,

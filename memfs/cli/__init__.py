@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "sync": "sync",
     "agent": "agent",
     "session": "session",
+    "claude-code": "claude_code",
     "history": "history",
     "log": "log",
     "diff": "log",

@@ -74,6 +74,8 @@ def resolve(path: str, store_url: str | None) -> tuple[StoreChoice, str]:
     if record is not None:
         inside = state.normalize(path).relative_to(record.mountpoint)
         rel = parse_rel("" if inside == Path(".") else inside.as_posix()).rel
+        # A --subtree mount shows one directory of the store as its root.
+        rel = state.store_path(record, rel)
         if store_url is None:
             return StoreChoice(record.store_url, stores.FROM_MOUNT), rel
         return stores.choose(store_url), rel

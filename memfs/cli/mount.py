@@ -28,8 +28,11 @@ def _note(message: str) -> None:
 
 def _mounted_message(record: MountRecord) -> str:
     mp = record.mountpoint
+    what = shown_url(record.store_url)
+    if record.subtree:
+        what = f"{record.subtree}/ of {what}"
     return (
-        f"Mounted {shown_url(record.store_url)} at {mp} (pid {record.pid}).\n"
+        f"Mounted {what} at {mp} (pid {record.pid}).\n"
         f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
         f"Stop with: {command('umount', mp)}"
     )
@@ -59,6 +62,12 @@ def _mounted_message(record: MountRecord) -> str:
     help="Delete files unused this long (not written, not viewed by the model) on a "
     "schedule, as `memfs expire` would (e.g. 30d); they stay in history.",
 )
+@click.option(
+    "--subtree",
+    metavar="PATH",
+    help="Mount only this directory of the store (made if missing) as the mount's root; "
+    "nothing outside it is reachable through the mount.",
+)
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
@@ -67,6 +76,7 @@ def mount(
     commit_on_close: bool,
     allow_other: bool,
     expire_unused_for: str | None,
+    subtree: str | None,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
@@ -106,10 +116,13 @@ def mount(
                 on_ready=lambda record: click.echo(
                     _mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:")
                 ),
+                subtree=subtree,
             )
             click.echo(f"Unmounted {state.normalize(target)}.")
             return
-        record = daemon.start(target, store_url, debug=debug, options=options, on_note=_note)
+        record = daemon.start(
+            target, store_url, debug=debug, options=options, on_note=_note, subtree=subtree
+        )
     except MemfsError as exc:
         raise _fail(exc, choice.elsewhere) from exc
     click.echo(_mounted_message(record))

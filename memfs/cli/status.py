@@ -118,7 +118,11 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
     mounts = daemon.status()
     journals = daemon.left_over_journals()
     for url, n in journals.items():
-        again = command("mount", "--store", shown_url(url))
+        # A --subtree mount's journal is named for its store and directory.
+        url, _, subtree = url.partition("#subtree=")
+        again = command(
+            "mount", "--store", shown_url(url), *(["--subtree", subtree] * bool(subtree))
+        )
         if out is not None:
             out["journals"].append({"store": shown_url(url), "journals": n, "recover": again})
             continue
@@ -134,6 +138,8 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
     for m in mounts:
         r = m.record
         before = len(notes)
+        if r.subtree:
+            notes.append(f"{r.mountpoint}: serves the store's directory {r.subtree}/ as its root")
         if m.alive:
             state_text = "mounted" if m.mounted else "starting"
             files = "-" if m.files is None else str(m.files)
@@ -168,6 +174,7 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
                 {
                     "mountpoint": r.mountpoint,
                     "store": shown_url(r.store_url),
+                    "subtree": r.subtree,
                     "pid": r.pid,
                     "state": state_text,
                     "started": r.started,
@@ -184,7 +191,7 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
         rows.append(
             (
                 r.mountpoint,
-                shown_url(r.store_url),
+                shown_url(r.store_url) + (f" ({r.subtree}/)" if r.subtree else ""),
                 str(r.pid),
                 state_text,
                 _age(r.started),

@@ -138,9 +138,29 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
     if nonempty:
         raise MountError(
             f"{mountpoint} is not empty; mount on an empty directory so no files are hidden "
-            "under the mount."
+            "under the mount, or put what it holds into the store first: "
+            f"{command('import', mountpoint)} (for a Claude Code memory directory: "
+            f"{command('claude-code', 'enable')} in the repository imports and mounts it)."
         )
     return canonical
+
+
+def _make_subtree(store_url: str, subtree: str) -> None:
+    """Create the directory a ``--subtree`` mount serves (with its parents), so a new
+    project's memory can be mounted before anything is in it; MountError if a file is
+    in the way."""
+    from memfs.errors import StoreError
+    from memfs.history.author import author_for
+    from memfs.store import open_store
+
+    with open_store(store_url) as store:
+        try:
+            store.mkdir(subtree, author=author_for("mount"), parents=True, exist_ok=True)
+        except StoreError as exc:
+            raise MountError(
+                f"cannot mount the store's {subtree!r} as the root: {exc}; "
+                "name a directory of the store (or a path where one can be made)"
+            ) from exc
 
 
 def start(
@@ -153,18 +173,27 @@ def start(
     on_note: Note = _ignore,
     on_ready: Callable[[MountRecord], None] | None = None,
     timeout: float = START_TIMEOUT,
+    subtree: str | None = None,
 ) -> MountRecord:
     """Mount ``store_url`` at ``mountpoint``.
 
     In the background (default) return once the mount is up. In the foreground serve in
     this process until unmounted or signalled, calling ``on_ready`` once it is up.
     ``on_note`` receives things a person should be told that are not errors.
+    ``subtree``: the store directory to serve as the mount's root (made if missing).
     """
+    from memfs.store.subtree import subtree_path
+
     mp = state.normalize(mountpoint)
+    sub = "" if subtree is None else subtree_path(subtree)
     store_url = _prepare(mp, store_url, on_note)
+    if sub:
+        _make_subtree(store_url, sub)
     if foreground:
-        return serve_here(mp, store_url, debug=debug, options=options, on_ready=on_ready)
-    return spawn.spawn(mp, store_url, debug=debug, options=options, timeout=timeout)
+        return serve_here(
+            mp, store_url, debug=debug, options=options, on_ready=on_ready, subtree=sub
+        )
+    return spawn.spawn(mp, store_url, debug=debug, options=options, timeout=timeout, subtree=sub)
 
 
 def serve_here(
@@ -174,13 +203,18 @@ def serve_here(
     debug: bool = False,
     options: MountOptions | None = None,
     on_ready: Callable[[MountRecord], None] | None = None,
+    subtree: str = "",
 ) -> MountRecord:
     """Serve in this process; the record exists from readiness until the end."""
     from memfs.mount.fuse import serve
     from memfs.store import open_store
+    from memfs.store.base import Store
+    from memfs.store.subtree import SubtreeStore
 
-    store = open_store(store_url)
-    record = state.new_record(mountpoint, store_url, state.log_path(mountpoint), store.url)
+    store: Store = open_store(store_url)
+    if subtree:
+        store = SubtreeStore(store, subtree)
+    record = state.new_record(mountpoint, store_url, state.log_path(mountpoint), store.url, subtree)
     current = [record]
     up = threading.Event()
     lock = threading.Lock()
@@ -425,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ready-fd", type=int, required=True)
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--options")
+    parser.add_argument("--subtree", default="")
     parser.add_argument("mountpoint")
     # "-": the URL comes on standard input, never on the command line (where `ps` shows
     # it to every user, password and all).
@@ -459,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             debug=args.debug,
             options=options,
             on_ready=lambda _record: tell("ready"),
+            subtree=args.subtree,
         )
     except MemfsError as exc:
         print(f"memfs daemon: {exc}", file=sys.stderr)

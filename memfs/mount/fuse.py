@@ -47,6 +47,7 @@ from memfs.mount.ops import MemfsOperations, MountOptions
 from memfs.mount.writes import Health
 from memfs.program import command
 from memfs.store.base import Store
+from memfs.store.subtree import SubtreeStore
 
 log = logging.getLogger(__name__)
 
@@ -342,8 +343,11 @@ def serve(
     mountpoint = os.path.abspath(mountpoint)
     _preflight(mountpoint)
     mfusepy, fuse_class = _load()
+    # A subtree's mount journals and settles in its own paths (memfs.store.subtree).
+    view = store if isinstance(store, SubtreeStore) else None
     if options.journal_dir is None:
-        options = dataclasses.replace(options, journal_dir=str(state.mark_journal(store.url)))
+        key = store.url if view is None else view.journal_key
+        options = dataclasses.replace(options, journal_dir=str(state.mark_journal(key)))
     major = int(mfusepy.fuse_version_major)
     attr_timeout, entry_timeout = options.attr_timeout, options.entry_timeout
     if major < 3:
@@ -385,7 +389,9 @@ def serve(
         try:
             server = ControlServer(
                 control_path,
-                ops.settle_paths,
+                ops.settle_paths
+                if view is None
+                else lambda p: ops.settle_paths(view.view_paths(p)),
                 ops.show_upto,
                 lambda hashes, check: ops.purge(hashes, check=check).fields(),
             )

@@ -103,6 +103,7 @@ def spawn(
     debug: bool,
     options: MountOptions | None,
     timeout: float,
+    subtree: str = "",
 ) -> MountRecord:
     log = state.log_path(mountpoint)
     with contextlib.suppress(OSError):
@@ -116,6 +117,8 @@ def spawn(
     opts = options_json(options)
     if opts is not None:
         cmd += ["--options", opts]
+    if subtree:
+        cmd += ["--subtree", subtree]
     # The URL goes on the daemon's standard input: a command line is every user's to read.
     cmd += ["--", str(mountpoint), "-"]
     with os.fdopen(open_private_log(log), "ab") as logf:

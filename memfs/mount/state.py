@@ -57,6 +57,8 @@ class MountRecord:
     lost: str = ""
     # Writes that met another writer's change to the same bytes: "PATH -> COPY".
     conflicts: tuple[str, ...] = ()
+    # The store directory mounted as the root (`memfs mount --subtree`), "" for the root.
+    subtree: str = ""
 
     @property
     def alive(self) -> bool:
@@ -81,6 +83,7 @@ def _parse(data: dict[str, Any]) -> MountRecord:
         store_id=str(data.get("store_id", "")),
         lost=str(data.get("lost", "")),
         conflicts=tuple(str(c) for c in data.get("conflicts", ())),
+        subtree=str(data.get("subtree", "")),
     )
 
 
@@ -200,7 +203,9 @@ def lookup(path: str | os.PathLike[str], *, include_stale: bool = False) -> Moun
     return best
 
 
-def new_record(mountpoint: Path, store_url: str, log: Path, store_id: str = "") -> MountRecord:
+def new_record(
+    mountpoint: Path, store_url: str, log: Path, store_id: str = "", subtree: str = ""
+) -> MountRecord:
     return MountRecord(
         mountpoint=str(mountpoint),
         store_url=store_url,
@@ -208,4 +213,12 @@ def new_record(mountpoint: Path, store_url: str, log: Path, store_id: str = "") 
         log_path=str(log),
         started=time.time(),
         store_id=store_id,
+        subtree=subtree,
     )
+
+
+def store_path(record: MountRecord, inside: str) -> str:
+    """The store path of ``inside``, a path relative to ``record``'s mountpoint."""
+    if not record.subtree:
+        return inside
+    return f"{record.subtree}/{inside}" if inside else record.subtree
