@@ -300,7 +300,6 @@ def test_enable_takes_in_what_claude_code_remembered_before(
         assert server.failures == []
 
 
-@pytest.mark.xfail(reason="needs the three-way merge of saves (issue 26)", strict=False)
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sessions_at_once_keep_every_file_and_line(
     backend: str, request: pytest.FixtureRequest

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memfs.errors import StoreError
 from memfs.mount.bursts import Writer
 from memfs.mount.handles import Handles, Orphan
 from memfs.mount.meta import MetaCache
@@ -224,16 +223,13 @@ class NamespaceOps:
             # A save through a temporary file that reached the store first: it replaces
             # what is there, and what changed since its writer read the file comes back.
             read_rev = None if is_dir or not overwrite else self._reads.base(who, dst)
-            replaced = self._replaced_rev(dst) if read_rev is not None else 0
             merged: Landing | None = None
 
             def move() -> None:
                 nonlocal merged
                 self.store.rename(src, dst, author=author, overwrite=overwrite)
-                if replaced and read_rev is not None:
-                    merged = reconcile(
-                        self.store, dst, base_rev=read_rev, replaced_rev=replaced, author=author
-                    )
+                if read_rev is not None:
+                    merged = reconcile(self.store, dst, base_rev=read_rev, author=author)
 
             self._mutate(who, move, (src, dst), subtrees)
             landed = self.store.settled().get(dst)
@@ -251,14 +247,6 @@ class NamespaceOps:
                     self._known_dirs.discard(d)
                     self._known_dirs.add(dst + d[len(src) :])
         return 0
-
-    def _replaced_rev(self, dst: str) -> int:
-        """The revision of the file a rename is about to replace at ``dst`` (0: none)."""
-        try:
-            there = self._stat(dst)
-        except (OSError, StoreError):
-            return 0
-        return there.rev if there.is_file else 0
 
     def _merged_rename(self, dst: str, landing: Landing) -> None:
         """Say what bringing back another writer's change after a rename did."""

@@ -215,19 +215,24 @@ def reconcile(
     path: str,
     *,
     base_rev: int,
-    replaced_rev: int,
     author: str,
     side: str = "",
 ) -> Landing | None:
-    """A file renamed over ``path`` (a save through a temporary file that reached the
-    store before its rename) replaced revision ``replaced_rev``, though its writer had
-    read ``base_rev``: what the other writer changed since is brought back by the rules
-    of a whole save (merged, or the replaced content kept as a conflict copy). None
-    when nothing was to be brought back (or the save is binary, or its base is gone)."""
-    if base_rev <= 0 or replaced_rev <= 0 or base_rev == replaced_rev:
+    """A file was just renamed over ``path`` (a save through a temporary file that
+    reached the store before its rename), though its writer had read revision
+    ``base_rev`` of ``path``: what another writer changed since is brought back by the
+    rules of a whole save (merged, or the replaced content kept as a conflict copy). The
+    replaced revision is the newest one at ``path`` before the arrival, as the store has
+    it (the caller's view may lag behind another host's write). None when nothing was
+    to be brought back (or the save is binary, or its base is gone)."""
+    if base_rev <= 0:
         return None
     try:
         ours, now = store.read(path)
+        older = [r for r in store.history(path, limit=8) if r.rev < now.rev]
+        if not older or older[0].rev == base_rev or older[0].redacted_by is not None:
+            return None
+        replaced_rev = older[0].rev
         base = store.read_revision(path, base_rev)
         theirs = store.read_revision(path, replaced_rev)
     except NotFound:
@@ -236,7 +241,7 @@ def reconcile(
         return None
     merged = merge3(base, ours, theirs)
     if merged is None:
-        writer = _author_of(store, path, replaced_rev)
+        writer = older[0].author
         copy = _write_copy(store, path, theirs, writer, None, author, lambda *_: None)
         return Landing(now, "displaced", copy, replaced_rev)
     if merged == ours:
