@@ -21,7 +21,7 @@ from memfs.history.steps import Step
 from memfs.history.when import BadWhen, parse_duration, parse_time
 from memfs.store.base import Revision
 from memfs.store.matching import parse_query
-from memfs.web import render, steps
+from memfs.web import render, steps, work
 from memfs.web.site import Refused, Site, gate
 
 TIMELINE_PAGE = 50
@@ -155,7 +155,7 @@ def op_page(request: Request) -> Response:
     if page > pages:
         raise Refused(404, "No such page", f"operation {op.id} has {pages} pages of changes")
     start = (page - 1) * STEPS_PAGE
-    shown = steps.views(site.store, folded, start, STEPS_PAGE, DIFF_ROWS)
+    shown = steps.views(site.store, folded, start, STEPS_PAGE, DIFF_ROWS, work.budget())
     return site.page(
         request,
         "op.html",
@@ -274,6 +274,7 @@ def history(request: Request) -> Response:
                 f"a/{older.path}@{older.rev}",
                 f"b/{newer.path}@{newer.rev}",
                 COMPARE_ROWS,
+                work.budget().part(),
             )
         context.update(older=older, newer=newer, diff=shown_diff)
         return site.page(request, "compare.html", title=f"{path}: compare", **context)
