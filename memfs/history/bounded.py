@@ -23,12 +23,17 @@ from collections.abc import Callable, Hashable, Sequence
 
 from memfs.errors import MemfsError
 
-# Lines visited by one diff before it gives up: about a second of work, enough for a
-# file of a few hundred thousand lines with most of them changed.
-DIFF_BUDGET = 4_000_000
+# Lines visited by one diff (matching, then writing the hunks) before it gives up:
+# about half a second of work; a file of 100,000 lines with every other line changed
+# fits, one of twice that is a summary.
+DIFF_BUDGET = 2_000_000
 # Edits one stretch without anchors may need before it is shown as replaced whole (its
 # trace keeps this squared numbers).
 MYERS_CAP = 1_000
+# Lines of one pass between looks at the budget, and what a line of such a pass costs
+# (in lines visited: a pass does a few dictionary operations per line).
+CHUNK = 16_384
+ANCHOR_COST = 2
 
 
 class TooCostly(MemfsError):
@@ -63,22 +68,52 @@ class Budget:
         if self.left < 0 or (self.parent is not None and self.parent.left < 0):
             raise TooCostly("the diff is over its budget")
 
+    def stopping(self) -> None:
+        """Stopped if the caller wants the work stopped (work past the diff asks)."""
+        if self.stop is not None and self.stop():
+            raise Stopped("the work was stopped")
+
     def part(self, units: int = DIFF_BUDGET) -> Budget:
         return Budget(units, self.stop, self)
 
 
+def counted(lines: Sequence[Hashable], lo: int, hi: int, budget: Budget) -> Counter[Hashable]:
+    """How often each line of ``lines[lo:hi]`` occurs, paid for a chunk at a time (so a
+    stop is seen within one chunk's work however long the text)."""
+    found: Counter[Hashable] = Counter()
+    for start in range(lo, hi, CHUNK):
+        end = min(hi, start + CHUNK)
+        budget.spend(ANCHOR_COST * (end - start))
+        found.update(lines[start:end])
+    return found
+
+
 def _anchors(
-    a: Sequence[Hashable], b: Sequence[Hashable], alo: int, ahi: int, blo: int, bhi: int
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    alo: int,
+    ahi: int,
+    blo: int,
+    bhi: int,
+    budget: Budget,
 ) -> list[tuple[int, int]]:
     """The longest run of lines unique on both sides whose positions increase on both."""
-    in_a = Counter(a[alo:ahi])
-    in_b = Counter(b[blo:bhi])
-    where_b = {line: j for j, line in enumerate(b[blo:bhi], blo) if in_b[line] == 1}
-    pairs = [
-        (i, where_b[line])
-        for i, line in enumerate(a[alo:ahi], alo)
-        if in_a[line] == 1 and line in where_b
-    ]
+    in_a = counted(a, alo, ahi, budget)
+    in_b = counted(b, blo, bhi, budget)
+    where_b: dict[Hashable, int] = {}
+    for start in range(blo, bhi, CHUNK):
+        end = min(bhi, start + CHUNK)
+        budget.spend(ANCHOR_COST * (end - start))
+        where_b.update((line, j) for j, line in enumerate(b[start:end], start) if in_b[line] == 1)
+    pairs: list[tuple[int, int]] = []
+    for start in range(alo, ahi, CHUNK):
+        end = min(ahi, start + CHUNK)
+        budget.spend(ANCHOR_COST * (end - start))
+        pairs += [
+            (i, where_b[line])
+            for i, line in enumerate(a[start:end], start)
+            if in_a[line] == 1 and line in where_b
+        ]
     if not pairs:
         return []
     # Patience sorting: tails[k] is the smallest j ending a run of k+1 pairs.
@@ -186,7 +221,8 @@ def matching_blocks(
         budget.spend(1 + alo - start + (ahi - alo) + (bhi - blo))
         if alo == ahi or blo == bhi:
             continue
-        anchors = _anchors(a, b, alo, ahi, blo, bhi) if (ahi - alo) * (bhi - blo) > 64 else []
+        small = (ahi - alo) * (bhi - blo) <= 64
+        anchors = [] if small else _anchors(a, b, alo, ahi, blo, bhi, budget)
         if not anchors:
             matched += _myers(a, b, alo, ahi, blo, bhi, budget)
             continue

@@ -13,12 +13,18 @@ line in ``memfs diff``, a box with both sides to download on the page.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memfs.errors import NotFound
-from memfs.history.bounded import Budget, TooCostly, grouped, matching_blocks, opcodes
+from memfs.history.bounded import (
+    Budget,
+    TooCostly,
+    counted,
+    grouped,
+    matching_blocks,
+    opcodes,
+)
 from memfs.history.follow import lineage
 from memfs.history.timeline import Node, then_and_now
 from memfs.store.base import Store
@@ -56,9 +62,16 @@ class Summary:
         )
 
 
-def summary(old: bytes, new: bytes, old_name: str, new_name: str) -> Summary:
+def summary(
+    old: bytes, new: bytes, old_name: str, new_name: str, budget: Budget | None = None
+) -> Summary:
+    """The summary of two contents; its counting is stoppable through ``budget`` (whose
+    units it does not spend: it is what a diff over its budget falls back to)."""
     a, b = _lines(old), _lines(new)
-    in_a, in_b = Counter(a), Counter(b)
+    unbounded = Budget(1 << 62, budget.stop if budget is not None else None)
+    in_a, in_b = counted(a, 0, len(a), unbounded), counted(b, 0, len(b), unbounded)
+    both = in_a.keys() & in_b.keys()
+    common = sum(map(min, map(in_a.__getitem__, both), map(in_b.__getitem__, both)))
     return Summary(
         old_name,
         new_name,
@@ -68,8 +81,8 @@ def summary(old: bytes, new: bytes, old_name: str, new_name: str) -> Summary:
         hashlib.sha256(new).hexdigest(),
         len(a),
         len(b),
-        sum((in_b - in_a).values()),
-        sum((in_a - in_b).values()),
+        len(b) - common,
+        len(a) - common,
     )
 
 
@@ -99,10 +112,14 @@ def compare(
     old_name = old_name if old is not None else NULL
     new_name = new_name if new is not None else NULL
     a, b = _lines(a_bytes), _lines(b_bytes)
+    budget = budget or Budget()
     try:
-        hunks = grouped(opcodes(matching_blocks(a, b, budget or Budget())))
+        hunks = grouped(opcodes(matching_blocks(a, b, budget)))
+        # Writing the lines out is work too: a budget that ran out in the matching's
+        # last step, or a stop, must not be followed by seconds of formatting.
+        budget.spend(sum(h[-1][2] - h[0][1] + h[-1][4] - h[0][3] for h in hunks))
     except TooCostly:
-        return summary(a_bytes, b_bytes, old_name, new_name)
+        return summary(a_bytes, b_bytes, old_name, new_name, budget)
     out = [f"--- {old_name}\n", f"+++ {new_name}\n"]
     for hunk in hunks:
         first, last = hunk[0], hunk[-1]
@@ -165,7 +182,14 @@ def file_diff(
         return unified(None, new, NULL, new_name)
     oldest = by_rev[old_rev]
     old = store.read_revision(oldest.path, old_rev)
-    return unified(old, new, f"a/{oldest.path}@{old_rev}", new_name)
+    found = compare(old, new, f"a/{oldest.path}@{old_rev}", new_name)
+    if not isinstance(found, Summary):
+        return found
+    return [
+        found.line(),
+        f"memfs: print either side with: memfs history {path} --show REV (revision {old_rev}"
+        f" is the older side)\n",
+    ]
 
 
 def _content(store: Store, node: Node | None) -> bytes | None:

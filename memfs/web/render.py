@@ -112,7 +112,9 @@ def diff(
     rows: list[DiffRow] = []
     more = added = removed = 0
     old_no = new_no = 0
-    for line in lines:
+    for n, line in enumerate(lines):
+        if budget is not None and not n & 4095:
+            budget.stopping()
         text = line.rstrip("\n")
         if text.startswith(("--- ", "+++ ")):
             continue
