@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from memfs.errors import NotFound, StoreError
 from memfs.history.bounded import Stopped
+from memfs.history.when import BadWhen
 from memfs.httpguard import Address, ASGIApp, Guard
 from memfs.store.base import Store
 from memfs.web import actions, live, pages, work
@@ -84,6 +85,10 @@ def blob(request: Request) -> Response:
         media_type="application/octet-stream",
         headers={"content-disposition": f'attachment; filename="{name[:120]}"'},
     )
+
+
+async def _bad_number(request: Request, exc: Exception) -> Response:
+    return _error_page(request, 400, "Not understood", str(exc))
 
 
 async def _stopped(request: Request, exc: Exception) -> Response:
@@ -164,6 +169,7 @@ def build(
         exception_handlers={
             Refused: _refused,
             Stopped: _stopped,
+            BadWhen: _bad_number,
             HTTPException: _http_error,
             StoreError: _store_error,
             Exception: _unexpected,
