@@ -256,3 +256,52 @@ def test_sigterm_ends_the_server_while_big_diffs_are_worked_on(
             thread.join(60)
     assert len(answers) == 8
     _no_traceback(server)
+
+
+def test_the_token_from_a_file_and_a_warning_for_one_on_the_command_line(
+    db: Path, tmp_path: Path, web_server: Callable[..., WebProcess]
+) -> None:
+    secret = tmp_path / "token"
+    secret.write_text(TOKEN + "\n")
+    secret.chmod(0o600)
+    server = web_server("--store", sqlite_url(db), "--token-file", str(secret))
+    assert server.printed.endswith(f"/?token={TOKEN}")
+    assert not any("warning" in line for line in server.stderr)
+    host = f"127.0.0.1:{server.port}"
+    assert request(server.port, host=host, path="/").status == 401
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert request(server.port, host=host, path="/", headers=bearer).status == 200
+    typed = web_server("--store", sqlite_url(db), "--token", TOKEN)
+    assert any(
+        line.startswith("memfs web: warning: a --token on the command line can be read by")
+        for line in typed.stderr
+    ), typed.stderr
+    secret.chmod(0o644)
+    shared = web_server("--store", sqlite_url(db), "--token-file", str(secret))
+    assert f"memfs web: warning: {secret} is readable by other users; chmod 600 {secret}\n" in (
+        shared.stderr
+    )
+
+
+def test_mcp_takes_its_token_the_same_ways(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.fixtures.web import MEMFS
+
+    secret = tmp_path / "token"
+    secret.write_text("")
+    base = [MEMFS, "mcp", "--root", str(tmp_path)]
+    done = subprocess.run([*base, "--token", TOKEN], capture_output=True, text=True, timeout=60)
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("memfs mcp: warning: a --token on the command line can be read")
+    assert lines[-1] == "Error: --token protects --http; over stdio there is nothing to refuse"
+    done = subprocess.run(
+        [*base, "--http", ":0", "--token-file", str(secret)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for --token-file: {secret} must hold the token on one line"
+    )
