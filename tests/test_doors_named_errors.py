@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memfs.mount import state
 from tests.fixtures.disks import fill
 from tests.fixtures.mount import MountHandle, sqlite_url
 
@@ -68,3 +69,38 @@ def test_the_tool_on_a_damaged_revision_names_it(memfs_mount: MountHandle) -> No
     assert answer["is_error"] is True
     assert "internal error" not in content
     assert "revision 1 of 'd.md' is damaged" in content, content
+
+
+@pytest.mark.fuse
+@pytest.mark.parametrize("state_there", [False, True], ids=["state-elsewhere", "state-there"])
+def test_a_remount_on_a_full_store_disk_says_what_to_free(
+    small_disk: Path,
+    mount_factory: Callable[..., MountHandle],
+    monkeypatch: pytest.MonkeyPatch,
+    state_there: bool,
+) -> None:
+    """The store's disk full, and with it (one disk for everything) the state
+    directory where the daemon keeps its log and journal."""
+    if state_there:
+        (small_disk / "state").mkdir()
+        monkeypatch.setenv(state.STATE_DIR_ENV, str(small_disk / "state"))
+    db = small_disk / "memory.db"
+    mount = mount_factory(store_url=sqlite_url(db))
+    (mount.mountpoint / "a.md").write_text("kept\n")
+    assert mount.teardown() == []
+    filler = fill(small_disk)
+    try:
+        done = subprocess.run(
+            [MEMFS, "mount", str(mount.mountpoint), "--store", sqlite_url(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        filler.unlink()
+    assert done.returncode == 1, done.stderr
+    message = done.stderr.strip()
+    assert "did not come up" not in message, message
+    assert f"the disk holding the store {db.resolve()} is full" in message, message
+    assert "free some space" in message
