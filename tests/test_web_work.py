@@ -19,18 +19,20 @@ Message = dict[str, Any]
 
 
 def _looping_app(steps: list[int], outcome: list[str]) -> Callable[..., Any]:
-    """An ASGI app whose page works step by step, paying each step from its budget,
-    until told to stop (or a step count no test reaches)."""
+    """An ASGI app whose page works step by step, asking its budget at each step,
+    until told to stop (or, if never told, for about 20 s, then says it finished)."""
 
     def page() -> None:
         budget = work.budget()
         try:
-            for n in range(10**9):
+            for n in range(20_000):
                 steps.append(n)
                 budget.stopping()
                 threading.Event().wait(0.001)  # one step of work
         except Stopped:
             outcome.append("stopped")
+        else:
+            outcome.append("finished")
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         assert (await receive())["type"] == "http.request"
