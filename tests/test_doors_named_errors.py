@@ -1,7 +1,8 @@
 """Errors that name their cause through the doors, not "internal error": the model's
 tool on a mount whose store's disk is full says the disk is full and where, and on a
-damaged revision says which revision is damaged. Real FUSE mounts, a real 4 MiB tmpfs
-filled on purpose, the installed ``memfs tool``."""
+damaged revision says which revision is damaged; a mount of a store on a full disk
+says what to free. Real FUSE mounts, a real 4 MiB tmpfs filled on purpose, the
+installed ``memfs tool`` and ``memfs mount``."""
 
 from __future__ import annotations
 

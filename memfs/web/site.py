@@ -67,8 +67,10 @@ class Site:
         self, request: Request, template: str, status: int = 200, **context: Any
     ) -> HTMLResponse:
         context.setdefault("title", "")
-        if status < 500:
-            work.budget().stopping()  # no page is laid out for a client gone or a stop
+        if status < 400:
+            # No page is laid out for a client gone or a stop (error pages, made by
+            # the app's handlers, always are: they are short).
+            work.budget().stopping()
         return self.templates.TemplateResponse(
             request,
             template,
