@@ -67,9 +67,11 @@ def summary(
 ) -> Summary:
     """The summary of two contents; its counting is stoppable through ``budget`` (whose
     units it does not spend: it is what a diff over its budget falls back to)."""
-    a, b = _lines(old), _lines(new)
     unbounded = Budget(1 << 62, budget.stop if budget is not None else None)
+    unbounded.stopping()
+    a, b = _lines(old), _lines(new)
     in_a, in_b = counted(a, 0, len(a), unbounded), counted(b, 0, len(b), unbounded)
+    unbounded.stopping()
     both = in_a.keys() & in_b.keys()
     common = sum(map(min, map(in_a.__getitem__, both), map(in_b.__getitem__, both)))
     return Summary(
@@ -111,8 +113,9 @@ def compare(
         return [f"Binary files {old_name} and {new_name} differ\n"]
     old_name = old_name if old is not None else NULL
     new_name = new_name if new is not None else NULL
-    a, b = _lines(a_bytes), _lines(b_bytes)
     budget = budget or Budget()
+    budget.stopping()
+    a, b = _lines(a_bytes), _lines(b_bytes)
     try:
         hunks = grouped(opcodes(matching_blocks(a, b, budget)))
         # Writing the lines out is work too: a budget that ran out in the matching's
