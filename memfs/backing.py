@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memfs.errors import MountError
+from memfs.store import shown_url
 from memfs.store.base import Store
 
 if TYPE_CHECKING:
@@ -44,11 +46,26 @@ class Backing:
         self.store.close()
 
 
+def same_store(a: str, b: str) -> bool:
+    """Whether two store URLs name one store: SQLite files by their real path (however
+    the URL spells it), other stores by their URL without a password."""
+
+    def key(url: str) -> str:
+        lowered = url.lower()
+        if "://" not in url or lowered.startswith("sqlite://"):
+            path = url[len("sqlite://") :] if lowered.startswith("sqlite://") else url
+            return "sqlite:" + os.path.realpath(os.path.expanduser(path.partition("?")[0]))
+        return shown_url(url)
+
+    return key(a) == key(b)
+
+
 def store_behind(root: str | os.PathLike[str], store_url: str | None = None) -> Backing | None:
     """Open the store ``root`` shows: ``store_url``'s if given (``root`` is then its
     root, unless ``root`` lies in a mount, whose place in the tree is kept), else the
     mount's that serves ``root``; None for a plain directory. Raises the store's
-    errors (StoreUnavailable) when the store cannot be opened."""
+    errors (StoreUnavailable) when the store cannot be opened, and MountError when
+    ``root`` lies in a mount of a store other than ``store_url``'s."""
     from memfs.mount import state
     from memfs.mount.control import MountLink
     from memfs.store import open_store
@@ -58,6 +75,13 @@ def store_behind(root: str | os.PathLike[str], store_url: str | None = None) -> 
     if record is not None:
         inside = state.normalize(root).relative_to(record.mountpoint)
         prefix = "" if inside == Path(".") else inside.as_posix()
+        if store_url is not None and not same_store(store_url, record.store_url):
+            # The commands would go to one store while the files shown are another's.
+            raise MountError(
+                f"{root} is a mount of {shown_url(record.store_url)}, not of "
+                f"{shown_url(store_url)}; leave out --store to work on the mount's store, "
+                "or mount the other store and give its mountpoint"
+            )
         store_url = store_url or record.store_url
     if store_url is None:
         return None

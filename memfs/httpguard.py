@@ -14,8 +14,19 @@ checks every request before the app sees it:
   (``http://HOST:PORT``); any other, ``null`` included, is answered 403. Pages on other
   ports of the same machine are other origins too.
 - **The token**, when there is one, must come as ``Authorization: Bearer TOKEN`` (or,
-  for a door that names a cookie, in that cookie, which a ``GET ...?token=TOKEN`` sets);
-  otherwise 401. Comparisons take constant time.
+  for a door that names a cookie, a session cookie, which a ``GET ...?token=TOKEN``
+  sets); otherwise 401. Comparisons take constant time. The cookie never holds the
+  token: it holds a random session this server minted at that login and keeps only
+  while it runs, under a name that includes the port (a browser sends a host's cookies
+  to every port of it, so what another port sees is no key to anything else). The
+  login sends the browser on to a path of this server only, never to ``//elsewhere``.
+
+Every response, refusals included, says it may not be framed (``X-Frame-Options:
+DENY`` and ``frame-ancestors 'none'``: no page elsewhere can trick a click on a button),
+that its types are as given, that it sends no referrer elsewhere, and a
+Content-Security-Policy that loads scripts, styles and images from this server only
+(images also ``data:``), so a memory's Markdown cannot make the browser fetch anything
+from elsewhere.
 
 The socket is bound here, before anything is served, so a port in use or an address
 this machine does not have is one line for a person, not a traceback from the server.
@@ -29,11 +40,13 @@ import html
 import ipaddress
 import json
 import re
+import secrets
 import socket
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from memfs.errors import HttpError
 
@@ -50,6 +63,19 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+# Browser sessions one server keeps (each a login with the token); the oldest goes first.
+MAX_SESSIONS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +191,10 @@ class Guard:
         self.token = token
         self.expected = f"Bearer {token}".encode() if token else b""
         self.cookie = cookie
+        self.sessions: OrderedDict[str, None] = OrderedDict()
+
+    def cookie_name(self, port: int) -> str:
+        return f"{self.cookie}_{port}"
 
     def served_hosts(self, scope: Scope) -> tuple[set[str], int]:
         """The host names this connection may be addressed by, and its port."""
@@ -191,16 +221,25 @@ class Guard:
             return False
         return _canonical(parts.hostname) in hosts and given_port == port
 
-    def _token_ok(self, headers: dict[bytes, bytes]) -> bool:
+    def _token_ok(self, headers: dict[bytes, bytes], port: int) -> bool:
         given = headers.get(b"authorization", b"")
         if hmac.compare_digest(given, self.expected):
             return True
         if self.cookie is not None and self.token is not None:
-            value = _cookie(headers.get(b"cookie", b""), self.cookie)
-            return hmac.compare_digest(value.encode(), self.token.encode())
+            value = _cookie(headers.get(b"cookie", b""), self.cookie_name(port))
+            # A set lookup of a 32-byte random value: its timing tells nothing useful.
+            return bool(value) and value in self.sessions
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self._guard(scope, receive, send_guarded)
+
+    async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})  # neither door has one
             return
@@ -222,8 +261,8 @@ class Guard:
                 send, headers, 403, "forbidden", "requests from other origins are refused"
             )
             return
-        if self.token is not None and not self._token_ok(headers):
-            if await self._login(scope, send):
+        if self.token is not None and not self._token_ok(headers, port):
+            if await self._login(scope, send, port):
                 return
             await _refuse(
                 send,
@@ -237,9 +276,10 @@ class Guard:
             return
         await self.app(scope, receive, send)
 
-    async def _login(self, scope: Scope, send: Send) -> bool:
-        """A GET carrying the right ``?token=`` sets the cookie and sends the browser
-        to the same address without it (so the token leaves the address bar)."""
+    async def _login(self, scope: Scope, send: Send, port: int) -> bool:
+        """A GET carrying the right ``?token=`` sets a session cookie and sends the
+        browser to the same path of this server without it (so the token leaves the
+        address bar)."""
         if self.cookie is None or self.token is None or scope.get("method") != "GET":
             return False
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -247,8 +287,12 @@ class Guard:
         if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
             return False
         rest = urlencode([(k, v) for k, v in query if k != "token"])
-        location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-        cookie = f"{self.cookie}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+        location = local_path(scope["path"]) + (f"?{rest}" if rest else "")
+        session = secrets.token_urlsafe(32)
+        self.sessions[session] = None
+        while len(self.sessions) > MAX_SESSIONS:
+            self.sessions.popitem(last=False)
+        cookie = f"{self.cookie_name(port)}={session}; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",
@@ -262,6 +306,12 @@ class Guard:
         )
         await send({"type": "http.response.body", "body": b""})
         return True
+
+
+def local_path(path: str) -> str:
+    """``path`` as a redirect that stays on this server: ``//host/x`` and ``/\\host/x``
+    are addresses elsewhere to a browser, so leading slashes collapse to one."""
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
 
 
 def _cookie(header: bytes, name: str) -> str:

@@ -13,7 +13,9 @@ line/paragraph separator characters; NFC only; a segment at most 255 UTF-8 bytes
 the whole path at most 1,024. On top of that, a segment that *would become* a dot
 segment or a separator in a later layer is refused too: after percent-decoding (any
 depth) or NFKC folding, so no URL decoder, normalising file system or sync target can
-turn a stored name into traversal.
+turn a stored name into traversal; nor may a segment that reads as one, a slash
+lookalike (division slash U+2215, fraction slash U+2044 and their kin) next to dots
+(``..\u2215x``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ RESERVED_PREFIX = ".memfs"
 # fullwidth, small and leader dots). A segment made only of dots and these could be read
 # as "." or ".." by a person or by a tool that folds confusables.
 _DOT_LOOKALIKES = frozenset("\u3002\uff61\u0701\u0702\u2e3c\ua4f8\u06d4\u0589\u00b7\u2027")
+# Characters that render as a slash or a backslash but that NFKC leaves alone (it folds
+# the fullwidth and small ones to '/' and '\\' already). Inside a name they are text
+# ("1\u22152 cup"), but next to dots ("..\u2215x") the name reads as a path that climbs out
+# of its directory, to a person and to a tool that folds confusables.
+_SLASH_LOOKALIKES = re.compile(
+    "[\u2215\u2044\u29f8\u2571\u1735\u27cb\u2cc6\u2216\u29f5\u29f9\u2572\u27cd]"
+)
 # Device names Windows reserves in any directory with any extension: a tree holding one
 # cannot be checked out or synced there.
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE)
@@ -157,6 +166,10 @@ def _segment_problem(name: str) -> str | None:
         return f"the segment '{shown(name[:40])}...' is longer than {MAX_SEGMENT_BYTES} bytes"
     if _dot_like(name):
         return f"the segment '{shown(name)}' reads as a dot segment"
+    if _SLASH_LOOKALIKES.search(name) and any(
+        _dot_like(piece) for piece in _SLASH_LOOKALIKES.split(unicodedata.normalize("NFKC", name))
+    ):
+        return f"the segment '{shown(name)}' reads as a path with a dot segment"
     try:
         decoded = _peel(name)
         folded = _peel(unicodedata.normalize("NFKC", decoded))

@@ -1,8 +1,8 @@
 """memfs web on a big store: server time for the timeline's first page and for an
 operation's page, and the browser's time to show a 1 MiB file and a 5,000-change
-operation.
+operation; and diffs of big edits against their budget, and SIGTERM while they run.
 
-    .venv/bin/python scripts/bench_web.py [--ops 100000] [--runs 20]
+    .venv/bin/python scripts/bench_web.py [--ops 100000] [--runs 20] [--diffs-only]
 
 It builds a SQLite store of OPS operations (three actors taking turns, one file write
 each, 2,000 files in 40 directories), plus one operation of 5,000 changes and a 1 MiB
@@ -11,17 +11,29 @@ requests (median of RUNS, after one warm-up). Baselines in the same run: the sam
 pages on a store of 100 operations, and the server's own static stylesheet (the HTTP
 floor). Browser times are Chromium's (Playwright) from navigation to the load event,
 against the small store's timeline.
+
+The diff rows: a file of 2N lines edited so that every other line changed (N changed
+lines), for N of 10k, 20k and 200k: the server's time for the edit's operation page and
+for the history's compare page, the peak RSS of the server after them, and ``memfs
+diff`` of the file (time and peak RSS of the process). Each diff has a budget
+(memfs.history.bounded.DIFF_BUDGET); past it the page shows a summary. Then 8 requests
+of the largest compare page are sent at once and the server gets SIGTERM while they are
+in flight: the time from the signal to its exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -130,12 +142,118 @@ def browser_times(port: int, small_port: int, paths: dict[str, str], runs: int) 
     return out
 
 
+DIFF_SIZES = (10_000, 20_000, 200_000)
+
+
+def build_diffs(db: Path) -> dict[int, tuple[int, int, int]]:
+    """Per N: the operation that changed every other line of a 2N-line file, and the
+    file's revisions before and after it."""
+    ops: dict[int, tuple[int, int, int]] = {}
+    with open_store(f"sqlite:///{db}") as store:
+        for n in DIFF_SIZES:
+            path = f"diff{n}.md"
+            lines = b"".join(b"line %d\n" % i for i in range(2 * n))
+            before = store.write(path, lines, author="bench").rev
+            edited = b"".join(
+                b"line %d\n" % i if i % 2 else b"changed %d\n" % i for i in range(2 * n)
+            )
+            after = store.write(path, edited, author="bench").rev
+            ops[n] = (store.operations(limit=1)[0].id, before, after)
+    return ops
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def get(port: int, path: str) -> tuple[float, int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    start = time.perf_counter()
+    conn.request("GET", path)
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return time.perf_counter() - start, response.status, body
+
+
+def diff_rows(tmp: Path) -> None:
+    db = tmp / "diffs.db"
+    ops = build_diffs(db)
+    proc, port = serve(db)
+    try:
+        print("\ndiffs of a file with every other line changed (server time, one request)")
+        print("| changed lines | operation page | compare page | shown as | server peak RSS |")
+        print("|---|---|---|---|---|")
+        for n, (op, a, b) in ops.items():
+            t_op, status, body = get(port, f"/op/{op}")
+            assert status == 200, (status, body[:200])
+            t_cmp, status, body = get(port, f"/history/diff{n}.md?a={a}&b={b}")
+            assert status == 200, (status, body[:200])
+            shown = "summary" if b"too large to show" in body else "diff"
+            print(
+                f"| {n:,} | {t_op:.2f} s | {t_cmp:.2f} s | {shown} | "
+                f"{peak_rss_mib(proc.pid):.0f} MiB |"
+            )
+        print("\n`memfs diff FILE` (the CLI, whole process)")
+        print("| changed lines | time | peak RSS | shown as |")
+        print("|---|---|---|---|")
+        for n in ops:
+            start = time.perf_counter()
+            child = subprocess.Popen(
+                [MEMFS, "diff", "--store", f"sqlite:///{db}", f"diff{n}.md"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            assert child.stdout is not None
+            out = child.stdout.read()
+            child.stdout.close()
+            _, _, usage = os.wait4(child.pid, 0)  # this child's own peak RSS
+            child.returncode = 0
+            elapsed = time.perf_counter() - start
+            shown = "summary" if "too large to show" in out else "diff"
+            print(f"| {n:,} | {elapsed:.2f} s | {usage.ru_maxrss / 1024:.0f} MiB | {shown} |")
+        biggest = max(ops)
+        _, a, b = ops[biggest]
+        path = f"/history/diff{biggest}.md?a={a}&b={b}"
+        threads = [threading.Thread(target=lambda: _quiet_get(port, path)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)  # the requests are being served (a benchmark may wait so)
+        start = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        exit_s = time.perf_counter() - start
+        for t in threads:
+            t.join(60)
+        print(f"\nSIGTERM with 8 compare pages of {biggest:,} changed lines in flight:")
+        print(f"exited in {exit_s:.2f} s (status {proc.returncode})")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(15)
+
+
+def _quiet_get(port: int, path: str) -> None:
+    with contextlib.suppress(OSError):  # the server stopped under it, as meant
+        get(port, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--diffs-only", action="store_true", help="Only the diff rows.")
     args = parser.parse_args()
+    if args.diffs_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            diff_rows(Path(tmp))
+        return
     with tempfile.TemporaryDirectory() as tmp:
+        diff_rows(Path(tmp))
         started = time.perf_counter()
         big_db, small_db = Path(tmp) / "big.db", Path(tmp) / "small.db"
         ids = build(big_db, args.ops)

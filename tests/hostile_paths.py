@@ -208,6 +208,15 @@ _LOOKALIKE = _cat(
         ("look-middle-dot", "/memories/\u00b7\u00b7"),
         ("look-fullwidth-solidus", "/memories/a\uff0fb"),
         ("look-fullwidth-backslash", "/memories/a\uff3cb"),
+        ("look-division-slash-up", "/memories/..\u2215x"),
+        ("look-fraction-slash-up", "/memories/..\u2044x"),
+        ("look-division-slash-up-twice", "/memories/..\u2215..\u2215secrets.env"),
+        ("look-division-slash-dot", "/memories/a\u2215.\u2215b"),
+        ("look-fraction-slash-trailing-up", "/memories/notes\u2044.."),
+        ("look-big-solidus-up", "/memories/..\u29f8x"),
+        ("look-set-minus-up", "/memories/..\u2216x"),
+        ("look-reverse-solidus-operator-up", "/memories/..\u29f5x"),
+        ("look-slash-and-dot-leader-up", "/memories/\u2024\u2024\u2215x"),
     ],
 )
 

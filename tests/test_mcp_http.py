@@ -82,8 +82,8 @@ def test_a_non_loopback_address_serves_with_its_token(
     assert "/memories/a.md" in view_root(url, TOKEN)
 
 
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["mcp", *args])
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["mcp", *args], env=env)
     return result.exit_code, result.output
 
 
@@ -91,8 +91,9 @@ def test_a_non_loopback_address_without_a_token_is_refused(root: Path) -> None:
     code, out = invoke("--root", str(root), "--http", "0.0.0.0:8765")
     assert code == 2
     assert out.splitlines()[-1] == (
-        "Error: --http 0.0.0.0:8765 is reachable from other machines: give --token TOKEN "
-        "(clients then send 'Authorization: Bearer TOKEN'), or listen on 127.0.0.1"
+        "Error: --http 0.0.0.0:8765 is reachable from other machines: give --token-file "
+        "PATH or set $MEMFS_MCP_TOKEN (clients then send 'Authorization: Bearer TOKEN'), "
+        "or listen on 127.0.0.1"
     )
 
 
@@ -126,8 +127,8 @@ def test_a_port_in_use_is_one_line(root: Path) -> None:
     ],
 )
 def test_bad_addresses_are_one_line(root: Path, address: str, message: str | None) -> None:
-    args = ["--root", str(root), "--http", address, "--token", TOKEN]
-    code, out = invoke(*args)
+    args = ["--root", str(root), "--http", address]
+    code, out = invoke(*args, env={"MEMFS_MCP_TOKEN": TOKEN})
     if message is not None:  # not HOST:PORT at all: a usage error
         assert code == 2
         assert out.splitlines()[-1] + "\n" == message

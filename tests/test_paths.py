@@ -42,6 +42,10 @@ ACCEPTED: list[tuple[str, tuple[str, ...]]] = [
     ("/memories/consul.md", ("consul.md",)),
     ("/memories/memfs-notes", ("memfs-notes",)),
     ("/memories/😀", ("😀",)),
+    # A slash lookalike is text when no dot segment stands next to it.
+    ("/memories/1\u22152 cup.md", ("1\u22152 cup.md",)),
+    ("/memories/a\u2044b", ("a\u2044b",)),
+    ("/memories/x..\u2215y", ("x..\u2215y",)),
 ]
 
 

@@ -320,7 +320,7 @@ def test_usage_errors_are_one_line(db: Path) -> None:
     done = run("--store", sqlite_url(db), "--http", "0.0.0.0:0")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
-        "Error: --http 0.0.0.0:0 is reachable from other machines: give --token TOKEN "
+        "Error: --http 0.0.0.0:0 is reachable from other machines: give --token-file PATH "
         "(or set $MEMFS_WEB_TOKEN), or listen on 127.0.0.1"
     )
     done = run("--store", sqlite_url(db.with_name("none.db")))

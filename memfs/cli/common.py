@@ -15,6 +15,7 @@ import click
 from memfs.cli import stores
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError, PathError, StoreUnavailable
+from memfs.history.when import MAX_NUMBER
 from memfs.store import shown_url
 from memfs.store.base import Store
 
@@ -37,6 +38,11 @@ ACTOR_OPTION = click.option(
     metavar="TEXT",
     help="Only operations whose actor contains TEXT (--author is an alias).",
 )
+
+
+# An id, revision or count as the history commands take it: from 1 to the largest number
+# a store keeps (memfs.history.when's range, the web's too); past it, click's one line.
+NUMBER = click.IntRange(min=1, max=MAX_NUMBER)
 
 
 def local_time(time_ns: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from memfs.cli.common import local_time, reading, store_option
+from memfs.cli.common import NUMBER, local_time, reading, store_option
 from memfs.store.base import Revision
 
 
@@ -24,8 +24,10 @@ def format_revision(r: Revision) -> str:
 @click.command()
 @click.argument("path", metavar="PATH")
 @store_option()
-@click.option("--limit", type=click.IntRange(min=1), help="Show only the newest N revisions.")
-@click.option("--show", "show_rev", type=int, metavar="REV", help="Print revision REV's content.")
+@click.option("--limit", type=NUMBER, help="Show only the newest N revisions.")
+@click.option(
+    "--show", "show_rev", type=NUMBER, metavar="REV", help="Print revision REV's content."
+)
 @click.option("--follow", is_flag=True, help="Across the renames that brought the file to PATH.")
 def history(
     path: str, store_url: str | None, limit: int | None, show_rev: int | None, follow: bool

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from memfs.cli.common import ACTOR_OPTION, local_time, reading, store_option
+from memfs.cli.common import ACTOR_OPTION, NUMBER, local_time, reading, store_option
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
 from memfs.store.base import Store
@@ -57,7 +57,7 @@ def _step_json(step: Step) -> dict[str, object]:
 @click.option("--since", "since", metavar="WHEN", help="Only operations after WHEN (2h, a time).")
 @click.option("--until", "until", metavar="WHEN", help="Only operations up to WHEN.")
 @ACTOR_OPTION
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N operations.")
+@click.option("--limit", type=NUMBER, metavar="N", help="Show at most N operations.")
 @click.option("--files", is_flag=True, help="Each operation's changes under it.")
 @click.option("--follow", is_flag=True, help="With PATH: across the renames that brought it there.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per operation.")
@@ -128,7 +128,7 @@ def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.argument("revs", nargs=-1, type=click.IntRange(min=1), metavar="[REV [REV]]")
+@click.argument("revs", nargs=-1, type=NUMBER, metavar="[REV [REV]]")
 @click.option("--since", "when", metavar="WHEN", help="The whole tree (or PATH) since WHEN.")
 @click.option("--color/--no-color", default=None, help="Colour (default: on a terminal).")
 @STORE_OPTION

@@ -14,6 +14,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import store_option
+from memfs.cli.tokens import chosen_token, token_options
 from memfs.cli.tool import handler_options
 from memfs.errors import HttpError, McpError, MemfsError, MountError
 
@@ -49,12 +50,7 @@ def _say(message: str) -> None:
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults "
     "to 127.0.0.1; any non-loopback HOST needs --token).",
 )
-@click.option(
-    "--token",
-    envvar=TOKEN_ENV,
-    metavar="TOKEN",
-    help=f"Refuse HTTP requests without 'Authorization: Bearer TOKEN' (or set ${TOKEN_ENV}).",
-)
+@token_options(TOKEN_ENV, "Refuse HTTP requests without 'Authorization: Bearer TOKEN'")
 @handler_options
 @click.option("-v", "--verbose", is_flag=True, help="Log each request's problems to stderr.")
 def mcp(
@@ -62,6 +58,7 @@ def mcp(
     store_url: str | None,
     http_address: str | None,
     token: str | None,
+    token_file: Path | None,
     create_overwrites: bool,
     max_file_bytes: int,
     secrets: str,
@@ -81,6 +78,7 @@ def mcp(
 
     if root is not None and store_url is not None:
         raise click.UsageError("give --root DIR or --store URL, not both")
+    token = chosen_token("mcp", token, token_file)
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")
     if token is not None and http_address is None:
@@ -95,9 +93,9 @@ def mcp(
                 raise click.UsageError(str(exc)) from exc
             if token is None and not http.is_loopback(address):
                 raise click.UsageError(
-                    f"--http {http_address} is reachable from other machines: give --token "
-                    "TOKEN (clients then send 'Authorization: Bearer TOKEN'), or listen on "
-                    "127.0.0.1"
+                    f"--http {http_address} is reachable from other machines: give "
+                    f"--token-file PATH or set ${TOKEN_ENV} (clients then send "
+                    "'Authorization: Bearer TOKEN'), or listen on 127.0.0.1"
                 )
             sock = http.bind(address)  # a port in use fails before anything is mounted
         if choice is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import ACTOR_OPTION, local_time, target
+from memfs.cli.common import ACTOR_OPTION, NUMBER, local_time, target
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import act_for, author_for
@@ -48,9 +48,7 @@ def _undo_hint(choice: StoreChoice, op: int | None) -> str:
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.option(
-    "--rev", type=click.IntRange(min=1), metavar="REV", help="Put PATH's revision REV back."
-)
+@click.option("--rev", type=NUMBER, metavar="REV", help="Put PATH's revision REV back.")
 @click.option(
     "--to",
     "to",
@@ -130,12 +128,12 @@ def restore(
 
 
 @click.command()
-@click.argument("op_id", required=False, type=click.IntRange(min=1), metavar="[ID]")
+@click.argument("op_id", required=False, type=NUMBER, metavar="[ID]")
 @ACTOR_OPTION
 @click.option(
     "--last",
     "last",
-    type=click.IntRange(min=1),
+    type=NUMBER,
     is_flag=False,
     flag_value=1,
     metavar="[N]",
@@ -291,7 +289,7 @@ def checkpoint(
 
 @click.command()
 @click.argument("path", metavar="PATH")
-@click.option("--rev", type=click.IntRange(min=1), required=True, metavar="REV")
+@click.option("--rev", type=NUMBER, required=True, metavar="REV")
 @click.option(
     "--json",
     "as_json",

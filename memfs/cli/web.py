@@ -16,6 +16,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import require_existing, store_option
+from memfs.cli.tokens import chosen_token, token_options
 from memfs.errors import MemfsError, StoreUnavailable
 
 TOKEN_ENV = "MEMFS_WEB_TOKEN"
@@ -58,15 +59,15 @@ def _choose(store_url: str | None, root: Path | None) -> stores.StoreChoice:
     metavar="HOST:PORT",
     help="Where to listen; any non-loopback HOST needs --token.",
 )
-@click.option(
-    "--token",
-    envvar=TOKEN_ENV,
-    metavar="TOKEN",
-    help=f"Require this token (Authorization: Bearer, or the address printed) (or ${TOKEN_ENV}).",
-)
+@token_options(TOKEN_ENV, "Require this token (Authorization: Bearer, or the address printed)")
 @click.option("-v", "--verbose", is_flag=True, help="Log problems to stderr.")
 def web(
-    store_url: str | None, root: Path | None, http_address: str, token: str | None, verbose: bool
+    store_url: str | None,
+    root: Path | None,
+    http_address: str,
+    token: str | None,
+    token_file: Path | None,
+    verbose: bool,
 ) -> None:
     """Serve a page of the memory's history: a timeline of operations, their diffs,
     the tree, each file's revisions and a search, with Undo, Restore, Redact and
@@ -81,6 +82,7 @@ def web(
 
     if root is not None and store_url is not None:
         raise click.UsageError("give --root MNT or --store URL, not both")
+    token = chosen_token("web", token, token_file)
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")
     choice = _choose(store_url, root)
@@ -88,8 +90,8 @@ def web(
         address = httpguard.parse_address(http_address)
         if token is None and not httpguard.is_loopback(address):
             raise click.UsageError(
-                f"--http {http_address} is reachable from other machines: give --token TOKEN "
-                f"(or set ${TOKEN_ENV}), or listen on 127.0.0.1"
+                f"--http {http_address} is reachable from other machines: give --token-file "
+                f"PATH (or set ${TOKEN_ENV}), or listen on 127.0.0.1"
             )
         require_existing(choice)
         store = open_store(choice.url)

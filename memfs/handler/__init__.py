@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memfs.actors import check_actor
-from memfs.errors import NotADirectory, PathError
+from memfs.errors import Damaged, NotADirectory, PathError, StoreUnavailable
 from memfs.handler import strings
 from memfs.handler.backend import DIR_MODE, Backend
 from memfs.handler.commands import Commands, Refused, Result
@@ -244,6 +244,11 @@ class MemoryHandler:
             # such as `memfs tool` must not print a traceback beside it.
             log.info("memory command %s failed on %s: %s", name, self.root, exc)
             return Result(strings.os_error(name, _os_reason(exc)), True)
+        except (StoreUnavailable, Damaged) as exc:
+            # The store named the cause (its disk is full, a revision is damaged): the
+            # model and the person behind it get that, not "internal error".
+            log.info("memory command %s failed on %s: %s", name, self.root, exc)
+            return Result(strings.store_failed(name, str(exc)), True)
         except Exception:
             log.exception("internal error in memory command %s on %s", name, self.root)
             return Result(strings.internal_error(name), True)

@@ -110,6 +110,14 @@ def internal_error(command: str) -> str:
     )
 
 
+def store_failed(command: str, reason: str) -> str:
+    """The store refused with a cause it named (a full disk, a damaged revision)."""
+    return (
+        f"Error: The `{command}` command failed: {reason}. "
+        "The operation may not have completed: view the path to check."
+    )
+
+
 def os_error(command: str, reason: str) -> str:
     return (
         f"Error: The `{command}` command failed: {reason}. "

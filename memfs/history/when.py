@@ -7,6 +7,12 @@ A point (:func:`resolve_point`) is, in this order: a checkpoint name, a revision
 (digits only), an ISO 8601 time (local time when it names no zone), or a span meaning
 that long before the store's clock says now. It resolves to a change ``seq`` of the
 store's feed: the tree after that change is the tree at that point.
+
+This is also the one parse of the numbers people write (operation and revision ids,
+page cursors) for every door: a number past what a store keeps (a signed 64-bit
+integer) or a time outside what its nanosecond clock can say (1677 to 2262) is a
+:class:`BadWhen` saying so in one sentence, which the CLI shows as one line (exit 2)
+and the web as a 400 page, never an overflow deep in a store.
 """
 
 from __future__ import annotations
@@ -21,10 +27,39 @@ from memfs.store.base import Store
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 _SPAN = re.compile(r"(\d+)([smhdw])")
 SECOND_NS = 10**9
+# Ids, revisions, sequence numbers and times are 64-bit signed integers in every store.
+MAX_NUMBER = 2**63 - 1
+MIN_NS, MAX_NS = -(2**63), 2**63 - 1
+_TIME_RANGE = "memfs's clock counts from 1677-09-22 to 2262-04-11"
 
 
 class BadWhen(MemfsError):
-    """A time, span or revision a person wrote that memfs cannot read."""
+    """A time, span, revision or number a person wrote that memfs cannot read."""
+
+
+class OutOfRange(BadWhen):
+    """A number or time of the right form, past what a store can hold."""
+
+
+def parse_number(text: str, what: str) -> int:
+    """A whole number from 0 to :data:`MAX_NUMBER` (an id, a revision, a cursor)."""
+    value = text.strip()
+    if not value.isascii() or not value.isdigit():
+        raise BadWhen(f"{what} {text!r} is not a whole number")
+    return check_number(int(value), what)
+
+
+def check_number(value: int, what: str) -> int:
+    """``value`` when a store can hold it; BadWhen saying the range otherwise."""
+    if not 0 <= value <= MAX_NUMBER:
+        raise OutOfRange(f"{what} {value} is out of range (0 to {MAX_NUMBER})")
+    return value
+
+
+def _time_in_range(ns: int, text: str) -> int:
+    if not MIN_NS <= ns <= MAX_NS:
+        raise OutOfRange(f"{text.strip()!r} is out of range: {_TIME_RANGE}")
+    return ns
 
 
 def parse_duration(text: str) -> int:
@@ -36,18 +71,31 @@ def parse_duration(text: str) -> int:
     total = sum(int(n) * _UNITS[u] for n, u in parts)
     if total <= 0:
         raise BadWhen(f"{text!r} is an empty duration; give at least 1s")
+    if total * SECOND_NS > MAX_NS:
+        raise OutOfRange(f"{text.strip()!r} is out of range: {_TIME_RANGE}")
     return total * SECOND_NS
 
 
+def ago(now_ns: int, text: str) -> int:
+    """The moment the span ``text`` before ``now_ns``; BadWhen as :func:`parse_duration`."""
+    return _time_in_range(now_ns - parse_duration(text), text)
+
+
 def parse_time(text: str) -> int | None:
-    """Nanoseconds since the epoch of an ISO 8601 time, or None if ``text`` is not one."""
+    """Nanoseconds since the epoch of an ISO 8601 time, or None if ``text`` is not one;
+    BadWhen for a time memfs's clock cannot say."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a time without a zone is the person's local time
-    return int(moment.timestamp() * SECOND_NS)
+    try:
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # a time without a zone is the person's local time
+        stamp = moment.timestamp()
+    except (OverflowError, ValueError, OSError):
+        # Year 1 in a zone east of UTC, or 9999 west of it, has no local time.
+        raise OutOfRange(f"{text.strip()!r} is out of range: {_TIME_RANGE}") from None
+    return _time_in_range(int(stamp * SECOND_NS), text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +114,13 @@ def resolve_point(store: Store, text: str) -> Point:
         if checkpoint.name == spec:
             return Point(checkpoint.seq, f"checkpoint {spec}")
     if spec.isascii() and spec.isdigit():
-        return Point(seq_of_revision(store, int(spec)), f"revision {spec}")
+        return Point(seq_of_revision(store, parse_number(spec, "revision")), f"revision {spec}")
     moment = parse_time(spec)
     if moment is None:
         try:
-            moment = store.clock() - parse_duration(spec)
+            moment = ago(store.clock(), spec)
+        except OutOfRange:
+            raise
         except BadWhen:
             raise BadWhen(
                 f"{text!r} is neither a checkpoint, a revision number, an ISO time"
@@ -115,7 +165,9 @@ def resolve_time(store: Store, text: str) -> int:
     if moment is not None:
         return moment
     try:
-        return store.clock() - parse_duration(spec)
+        return ago(store.clock(), spec)
+    except OutOfRange:
+        raise
     except BadWhen:
         pass
     seq = resolve_point(store, spec).seq

@@ -23,7 +23,7 @@ from memfs.history.operations import undo_operation
 from memfs.history.restore import RestoreError, restore_file, restore_tree
 from memfs.store.base import Act
 from memfs.web.csrf import FIELD
-from memfs.web.pages import lineage_of, operation_of, render_path, revision_in, site_of
+from memfs.web.pages import lineage_of, number, operation_of, render_path, revision_in, site_of
 from memfs.web.site import Refused, Site, gate
 
 
@@ -78,7 +78,7 @@ async def undo_do(request: Request) -> Response:
     form = await _form(request)
     site = site_of(request)
     force = form.get("force") == "1"
-    op_id = int(request.path_params["op_id"])
+    op_id = number(request.path_params["op_id"], "operation")
 
     def run() -> Response:
         op, steps = operation_of(site, request)
@@ -119,7 +119,7 @@ def _action(request: Request) -> str:
 def _chosen(site: Site, request: Request, path: str, rev_text: object) -> tuple[int, str]:
     if not isinstance(rev_text, str) or not rev_text.isascii() or not rev_text.isdigit():
         raise Refused(400, "No revision", "choose the revision to act on")
-    rev = int(rev_text)
+    rev = number(rev_text, "rev")
     revision = revision_in(lineage_of(site, path), rev, path)
     return rev, revision.path
 

@@ -3,9 +3,12 @@ every refusal.
 
 Stable addresses: ``/`` the timeline, ``/op/ID``, ``/tree/PATH``, ``/history/PATH``,
 ``/search?q=``, ``/checkpoints``; ``/events`` is the timeline's event stream and
-``/static/`` the page's own style and script (nothing is loaded from elsewhere). An
-unknown address, id or revision is a 404 page; a path the gate refuses is a 400 page
-with the gate's sentence; a POST without the form token is a 403 page.
+``/static/`` the page's own style and script (nothing is loaded from elsewhere);
+``/blob/SHA256`` downloads a content a page names by its hash (the two sides of a diff
+too large to show). An unknown address, id or revision is a 404 page; a path the gate
+refuses, or a number or time out of range, is a 400 page with one sentence; a POST
+without the form token is a 403 page. Work a page started stops when its client goes
+away or the server stops (:mod:`memfs.web.work`).
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memfs.errors import StoreError
+from memfs.errors import NotFound, StoreError
+from memfs.history.bounded import Stopped
+from memfs.history.when import BadWhen
 from memfs.httpguard import Address, ASGIApp, Guard
 from memfs.store.base import Store
-from memfs.web import actions, live, pages
+from memfs.web import actions, live, pages, work
 from memfs.web.csrf import Sessions, Tokens
 from memfs.web.site import HERE, Refused, Site, templates
 
 log = logging.getLogger(__name__)
-TOKEN_COOKIE = "memfs_web_token"
+TOKEN_COOKIE = "memfs_web_session"  # its name ends in the server's port
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _NOTES = [
     (re.compile(r"undid-(\d+)"), "This operation undid operation {0}."),
     (re.compile(r"restored-(\d+)-(\d+)"), "Revision {0} was put back as revision {1}."),
@@ -59,6 +66,33 @@ def events(request: Request) -> Response:
     pages.Filters(request, site.store.clock())  # refuse bad filters before streaming
     stream = live.stream(site.feed, after, lambda seq: pages.new_rows(site, request, seq))
     return EventSourceResponse(stream, ping=live.PING)
+
+
+def blob(request: Request) -> Response:
+    """A content by its hash, as a download (never shown inline: it is the memory's,
+    not the page's)."""
+    site = pages.site_of(request)
+    sha = str(request.path_params["sha256"])
+    if not _SHA256.fullmatch(sha):
+        raise Refused(400, "Not a hash", "a content is named by its SHA-256 in hex")
+    try:
+        data = site.store.read_blob(sha)
+    except NotFound:
+        raise Refused(404, "Not retained", f"no retained revision holds {sha}") from None
+    name = _FILE_NAME.sub("_", request.query_params.get("name", "")).strip("._") or sha
+    return Response(
+        data,
+        media_type="application/octet-stream",
+        headers={"content-disposition": f'attachment; filename="{name[:120]}"'},
+    )
+
+
+async def _bad_number(request: Request, exc: Exception) -> Response:
+    return _error_page(request, 400, "Not understood", str(exc))
+
+
+async def _stopped(request: Request, exc: Exception) -> Response:
+    return _error_page(request, 503, "Stopped", "the server is stopping; try again shortly")
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
@@ -102,6 +136,7 @@ def routes() -> list[Route | Mount]:
         Route("/redact/{path:path}", actions.revision_do, methods=["POST"]),
         Route("/history/{path:path}", pages.history),
         Route("/search", pages.search),
+        Route("/blob/{sha256:str}", blob),
         Route("/checkpoints", pages.checkpoints, methods=["GET"]),
         Route("/checkpoints", actions.checkpoint_do, methods=["POST"]),
         Route("/checkpoints/new", actions.checkpoint_confirm, methods=["GET"]),
@@ -113,9 +148,10 @@ def routes() -> list[Route | Mount]:
 
 def build(
     store: Store, *, address: Address, token: str | None, user: str, store_label: str
-) -> tuple[ASGIApp, live.Feed]:
-    """The guarded app over ``store``, and its feed follower (close it to end every
-    event stream before the server stops)."""
+) -> tuple[ASGIApp, live.Feed, work.Work]:
+    """The guarded app over ``store``, its feed follower (close it to end every event
+    stream before the server stops) and its requests' work (stop it so every page in
+    flight ends at its next step)."""
     feed = live.Feed(store)
     site = Site(store, user, templates(), Tokens(), feed, store_label)
     site.templates.env.globals["note_text"] = note_text
@@ -132,6 +168,8 @@ def build(
         routes=routes(),
         exception_handlers={
             Refused: _refused,
+            Stopped: _stopped,
+            BadWhen: _bad_number,
             HTTPException: _http_error,
             StoreError: _store_error,
             Exception: _unexpected,
@@ -139,4 +177,5 @@ def build(
         lifespan=lifespan,
     )
     app.state.site = site
-    return Guard(Sessions(app), address, token, cookie=TOKEN_COOKIE), feed
+    doing = work.Work(Sessions(app))
+    return Guard(doing, address, token, cookie=TOKEN_COOKIE), feed, doing

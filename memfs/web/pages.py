@@ -18,10 +18,17 @@ from memfs.errors import IsADirectory, NotFound, QueryError
 from memfs.history.follow import lineage
 from memfs.history.operations import Operation, operation, operation_steps, operations
 from memfs.history.steps import Step
-from memfs.history.when import BadWhen, parse_duration, parse_time
+from memfs.history.when import (
+    BadWhen,
+    OutOfRange,
+    ago,
+    check_number,
+    parse_number,
+    parse_time,
+)
 from memfs.store.base import Revision
 from memfs.store.matching import parse_query
-from memfs.web import render, steps
+from memfs.web import render, steps, work
 from memfs.web.site import Refused, Site, gate
 
 TIMELINE_PAGE = 50
@@ -38,23 +45,35 @@ def site_of(request: Request) -> Site:
 
 
 def int_param(request: Request, name: str, default: int | None = None) -> int | None:
+    """The whole number a query parameter holds (the CLI's parse: :mod:`memfs.history.when`);
+    a 400 page for anything else, out of range included."""
     value = request.query_params.get(name, "").strip()
     if not value:
         return default
-    if not value.isascii() or not value.isdigit():
-        raise Refused(400, "Not a number", f"{name}={value!r} is not a whole number")
-    return int(value)
+    return number(value, name)
+
+
+def number(value: str | int, name: str) -> int:
+    """``value`` (an address's number) when a store can hold it; a 400 page otherwise."""
+    try:
+        if isinstance(value, int):
+            return check_number(value, name)
+        return parse_number(value, name)
+    except BadWhen as exc:
+        raise Refused(400, "Not a number memfs can use", str(exc)) from None
 
 
 def _when(text: str, name: str, now_ns: int) -> int | None:
     text = text.strip()
     if not text:
         return None
-    moment = parse_time(text)
-    if moment is not None:
-        return moment
     try:
-        return now_ns - parse_duration(text)
+        moment = parse_time(text)
+        if moment is not None:
+            return moment
+        return ago(now_ns, text)
+    except OutOfRange as exc:
+        raise Refused(400, "Out of range", f"{name}: {exc}") from None
     except BadWhen:
         raise Refused(
             400,
@@ -140,7 +159,7 @@ def new_rows(site: Site, request: Request, after: int) -> tuple[int, list[str]]:
 
 def operation_of(site: Site, request: Request) -> tuple[Operation, list[Step]]:
     """The operation the address names and its net steps; a 404 page for none."""
-    op_id = int(request.path_params["op_id"])
+    op_id = number(request.path_params["op_id"], "operation")
     try:
         return operation(site.store, op_id), operation_steps(site.store, op_id)
     except NotFound:
@@ -155,7 +174,7 @@ def op_page(request: Request) -> Response:
     if page > pages:
         raise Refused(404, "No such page", f"operation {op.id} has {pages} pages of changes")
     start = (page - 1) * STEPS_PAGE
-    shown = steps.views(site.store, folded, start, STEPS_PAGE, DIFF_ROWS)
+    shown = steps.views(site.store, folded, start, STEPS_PAGE, DIFF_ROWS, work.budget())
     return site.page(
         request,
         "op.html",
@@ -274,6 +293,7 @@ def history(request: Request) -> Response:
                 f"a/{older.path}@{older.rev}",
                 f"b/{newer.path}@{newer.rev}",
                 COMPARE_ROWS,
+                work.budget().part(),
             )
         context.update(older=older, newer=newer, diff=shown_diff)
         return site.page(request, "compare.html", title=f"{path}: compare", **context)

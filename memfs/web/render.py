@@ -3,7 +3,8 @@ search lines, times. Pure functions over bytes and strings; the templates lay th
 
 Markdown is rendered by markdown-it-py with raw HTML off and its link check on, so a
 memory cannot put a script or a ``javascript:`` link into the page. Diffs come from
-:func:`memfs.history.diff.unified`, the same text ``memfs diff`` prints, cut into rows.
+:func:`memfs.history.diff.compare`, the same text ``memfs diff`` prints, cut into rows,
+or its summary when the diff is over its budget.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from memfs.history.diff import unified
+from memfs.history.bounded import Budget
+from memfs.history.diff import Summary, compare
 from memfs.store.matching import Matcher
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown")
@@ -89,17 +91,30 @@ class Diff:
     binary: bool = False
     added: int = 0
     removed: int = 0
+    summary: Summary | None = None  # over its budget: no rows, this instead
 
 
-def diff(old: bytes | None, new: bytes | None, old_name: str, new_name: str, limit: int) -> Diff:
-    """Rows of the unified diff of two contents (None: absent), at most ``limit``."""
-    lines = unified(old, new, old_name, new_name)
+def diff(
+    old: bytes | None,
+    new: bytes | None,
+    old_name: str,
+    new_name: str,
+    limit: int,
+    budget: Budget | None = None,
+) -> Diff:
+    """Rows of the unified diff of two contents (None: absent), at most ``limit``; a
+    summary when finding it costs more than ``budget``."""
+    lines = compare(old, new, old_name, new_name, budget)
+    if isinstance(lines, Summary):
+        return Diff([], 0, added=lines.added, removed=lines.removed, summary=lines)
     if lines and lines[0].startswith("Binary files"):
         return Diff([], 0, binary=True)
     rows: list[DiffRow] = []
     more = added = removed = 0
     old_no = new_no = 0
-    for line in lines:
+    for n, line in enumerate(lines):
+        if budget is not None and not n & 4095:
+            budget.stopping()
         text = line.rstrip("\n")
         if text.startswith(("--- ", "+++ ")):
             continue

@@ -1,8 +1,9 @@
 """Serving ``memfs web`` on a bound socket until SIGINT or SIGTERM.
 
-A signal first ends every open event stream (the feed follower closes), then the
-server stops taking requests and finishes the ones in flight; the caller closes the
-store afterwards.
+A signal first ends every open event stream (the feed follower closes) and tells every
+page in flight to stop its work (a diff ends at its next step), then the server stops
+taking requests and finishes the ones in flight, within a second or two whatever they
+were doing; the caller closes the store afterwards.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ async def serve(
     store_label: str,
     on_ready: Callable[[str], None],
 ) -> None:
-    app, feed = build(store, address=address, token=token, user=user, store_label=store_label)
+    app, feed, doing = build(
+        store, address=address, token=token, user=user, store_label=store_label
+    )
     web = Uvicorn(app)
     port = sock.getsockname()[1]
 
     def stop() -> None:
         feed.close()
+        doing.stop()
         web.stop()
 
     async with anyio.create_task_group() as tasks:

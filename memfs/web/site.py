@@ -18,7 +18,7 @@ from starlette.templating import Jinja2Templates
 
 from memfs.paths import ROOT, parse, parse_rel
 from memfs.store.base import Store
-from memfs.web import render
+from memfs.web import render, work
 from memfs.web.csrf import FIELD, Tokens
 from memfs.web.live import Feed
 
@@ -67,6 +67,10 @@ class Site:
         self, request: Request, template: str, status: int = 200, **context: Any
     ) -> HTMLResponse:
         context.setdefault("title", "")
+        if status < 400:
+            # No page is laid out for a client gone or a stop (error pages, made by
+            # the app's handlers, always are: they are short).
+            work.budget().stopping()
         return self.templates.TemplateResponse(
             request,
             template,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memfs.errors import Damaged, NotFound
+from memfs.history.bounded import Budget
 from memfs.history.steps import State, Step
 from memfs.store.base import Store
 from memfs.web.render import Diff, as_text, diff
@@ -76,8 +77,9 @@ def _read(store: Store, state: State | None) -> tuple[Side | None, bytes | None]
         return Side(state.kind, state.size, state.sha256, state.mode, gone=gone), None
 
 
-def view(store: Store, step: Step, limit: int) -> StepView:
-    """What ``step`` did, with the diff of its content (at most ``limit`` rows)."""
+def view(store: Store, step: Step, limit: int, budget: Budget | None = None) -> StepView:
+    """What ``step`` did, with the diff of its content (at most ``limit`` rows, a
+    summary past its share of ``budget``)."""
     path = step.path
     if step.action == "rename":
         title = f"renamed {step.old_path} → {path}"
@@ -107,10 +109,13 @@ def view(store: Store, step: Step, limit: int) -> StepView:
         return StepView(step, title, before, after, Diff([], 0, binary=True), tuple(notes))
     old_name = f"a/{step.old_path or path}" if old is not None else "a"
     new_name = f"b/{path}" if new is not None else "b"
-    shown = diff(old, new, old_name, new_name, limit)
+    shown = diff(old, new, old_name, new_name, limit, budget.part() if budget else None)
     return StepView(step, title, before, after, shown, tuple(notes))
 
 
-def views(store: Store, steps: list[Step], start: int, count: int, limit: int) -> list[StepView]:
-    """Views of ``steps[start:start+count]``, each diff at most ``limit`` rows."""
-    return [view(store, step, limit) for step in steps[start : start + count]]
+def views(
+    store: Store, steps: list[Step], start: int, count: int, limit: int, budget: Budget | None
+) -> list[StepView]:
+    """Views of ``steps[start:start+count]``, each diff at most ``limit`` rows, all of
+    them within ``budget``."""
+    return [view(store, step, limit, budget) for step in steps[start : start + count]]
