@@ -28,4 +28,4 @@ def test_the_wheel_builds_without_a_license_warning(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     output = done.stdout + done.stderr
     assert "project.license" not in output and "License classifiers" not in output, output
-    assert list(wheels.glob("memfs-*.whl"))
+    assert list(wheels.glob("memfs_tree-*.whl"))  # the distribution: memfs-tree
