@@ -55,9 +55,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Mounting what is already mounted is no failure here (--exist-ok says so); then, when
+# the shell finds no `memfs`, the command that puts it on PATH.
 run: system-deps $(STAMP)
-	@$(BIN)/memfs mount $(MOUNTPOINT)
+	@$(BIN)/memfs mount --exist-ok $(MOUNTPOINT)
 	@echo "Or stop with: make stop (make status lists mounts)"
+	@if ! command -v memfs >/dev/null; then \
+		echo "memfs is not on your PATH; to put it there: pipx install $(CURDIR)"; \
+		echo "  (or add its virtualenv: export PATH=\"$(CURDIR)/$(BIN):\$$PATH\")"; fi
 
 stop: $(STAMP)
 	@$(BIN)/memfs umount $(MOUNTPOINT)

@@ -35,6 +35,11 @@ def _mounted_message(record: MountRecord) -> str:
     )
 
 
+def _ready_here(record: MountRecord, fresh: Path | None) -> None:
+    stores.announce_new_store(fresh)
+    click.echo(_mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:"))
+
+
 @click.command()
 @click.argument("mountpoint", required=False, type=click.Path(path_type=Path))
 @store_option("Store URL (default: $MEMFS_STORE or the user's memory.db).")
@@ -59,6 +64,11 @@ def _mounted_message(record: MountRecord) -> str:
     help="Delete files unused this long (not written, not viewed by the model) on a "
     "schedule, as `memfs expire` would (e.g. 30d); they stay in history.",
 )
+@click.option(
+    "--exist-ok",
+    is_flag=True,
+    help="Succeed, saying so, when memfs already serves MOUNTPOINT (make run uses it).",
+)
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
@@ -67,6 +77,7 @@ def mount(
     commit_on_close: bool,
     allow_other: bool,
     expire_unused_for: str | None,
+    exist_ok: bool,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
@@ -95,6 +106,15 @@ def mount(
         if allow_other:
             host.check_allow_other()
         target = mountpoint if mountpoint is not None else state.default_mountpoint()
+        serving = state.lookup(target) if exist_ok else None
+        if serving is not None and Path(serving.mountpoint) == state.normalize(target):
+            click.echo(
+                f"{serving.mountpoint} is already mounted by memfs: "
+                f"{shown_url(serving.store_url)} (pid {serving.pid}).\n"
+                f"Stop with: {command('umount', serving.mountpoint)}"
+            )
+            return
+        fresh = stores.new_store_file(store_url)
         if foreground:
             daemon.start(
                 target,
@@ -103,15 +123,14 @@ def mount(
                 debug=debug,
                 options=options,
                 on_note=_note,
-                on_ready=lambda record: click.echo(
-                    _mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:")
-                ),
+                on_ready=lambda record: _ready_here(record, fresh),
             )
             click.echo(f"Unmounted {state.normalize(target)}.")
             return
         record = daemon.start(target, store_url, debug=debug, options=options, on_note=_note)
     except MemfsError as exc:
         raise _fail(exc, choice.elsewhere) from exc
+    stores.announce_new_store(fresh)
     click.echo(_mounted_message(record))
 
 

@@ -53,7 +53,9 @@ def sync(
     handler = _log_to_stderr(verbose, quiet_warnings=once and not verbose)
     try:
         # The store first: a bad one must fail before DIR is created for it.
+        fresh = stores.new_store_file(url)
         with open_store(url) as store:
+            stores.announce_new_store(fresh)
             _create_missing(directory)
             mirror = Mirror(directory, store, state_path=state_path)
             if once:
