@@ -48,6 +48,30 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# The exit statuses, for every command (docs/cli.md has the table): 0 it did what was
+# asked, 1 it failed or found what it looks for, 2 a usage error (click's), 130 Ctrl-C,
+# 141 its output pipe was closed (as SIGPIPE would leave it).
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is buffered
+    for a closed pipe (or a terminal being torn down) raises nothing."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def one_line(exc: BaseException) -> str:
     """What went wrong, as one line for a person."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -65,6 +89,16 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`memfs log | head -2`): what it wanted it has. Quiet,
+            # and the status a program killed by SIGPIPE has, as `cat` would leave.
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_PIPE) from None
+        except KeyboardInterrupt:
+            # Ctrl-C: the shell's convention, 128 + SIGINT, and no "Aborted!".
+            _silence_stdout()
+            click.echo("", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except (MemfsError, OSError) as exc:
             raise click.ClickException(one_line(exc)) from exc
         except EOFError as exc:
