@@ -20,6 +20,13 @@ from memfs.store.base import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 change``, ``2 changes``, ``1 entry`` (with ``plural="entries"``): a count as
+    a person writes it."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 STORE_HELP = "Store URL (default: the mount's, then $MEMFS_STORE, then the user's memory.db)."
 
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import count
 from memfs.errors import MemfsError, StoreUnavailable
 from memfs.store import shown_url
 
@@ -51,7 +52,8 @@ def copy(src_url: str, dst_url: str) -> None:
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
-        f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {shown_url(url)}"
+        f"Copied {count(done, 'change')}, {count(usage.files, 'file')}"
+        f" ({count(usage.bytes, 'byte')}) into {shown_url(url)}"
     )
 
 
