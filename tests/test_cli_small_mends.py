@@ -37,7 +37,7 @@ def test_make_run_mount_umount_and_agent_share_one_default_mountpoint(tmp_path: 
     said = [
         line.split(" ", 1)[1].strip() for line in dry.stdout.splitlines() if "bin/memfs " in line
     ]
-    assert said == ["mount", "umount"]  # no mountpoint: memfs's own default
+    assert said == ["mount --exist-ok", "umount"]  # no mountpoint: memfs's own default
     home = tmp_path / "home"
     home.mkdir()
     expected = home / "memories"

@@ -81,6 +81,15 @@ def one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def summary(help: str) -> str:
+    """The first sentence of a command's help, whole, on one line."""
+    words = help.partition("\n\n")[0].split()
+    for i, word in enumerate(words):
+        if word.endswith(".") and (i == len(words) - 1 or not words[i + 1][0].islower()):
+            return " ".join(words[: i + 1])
+    return " ".join(words)
+
+
 class _LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         from memfs.errors import MemfsError
@@ -119,7 +128,12 @@ class _LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"memfs.cli.{module_name}")
         commands: list[click.Command] = module.COMMANDS  # each command module's list
-        return next(c for c in commands if c.name == cmd_name)
+        found = next(c for c in commands if c.name == cmd_name)
+        if found.short_help is None and found.help:
+            # click cuts a summary to the terminal's width, mid-phrase ("Check every
+            # retained revision of the store against its..."); whole, it wraps instead.
+            found.short_help = summary(found.help)
+        return found
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

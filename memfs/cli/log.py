@@ -15,6 +15,7 @@ import click
 from memfs.cli.common import ACTOR_OPTION, local_time, reading, store_option
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
+from memfs.program import command
 from memfs.store.base import Store
 
 # "every operation" for the log's queries (the store pages through them itself).
@@ -97,6 +98,13 @@ def log(
             )  # fmt: skip
         unique = {op.id: op for op in shown}
         ordered = sorted(unique.values(), key=lambda op: op.id, reverse=True)[:limit]
+        if not ordered and path is not None and not _ever_touched(store, paths):
+            # Nothing at all, not just nothing in the window asked for: a mistyped path
+            # must not read as a file nobody changed.
+            raise click.ClickException(
+                f"no operation in this store ever touched '{rel or '/'}'; check the path"
+                f" (`{command('log')}` lists them all)"
+            )
         for op in ordered:
             steps = operation_steps(store, op.id) if files or as_json else []
             if as_json:
@@ -110,6 +118,12 @@ def log(
             click.echo(f"{op.id}  {local_time(op.start_ns)}  {op.actor}  {what}{detail}")
             for step in steps:
                 click.echo(_step_line(step))
+
+
+def _ever_touched(store: Store, paths: list[str]) -> bool:
+    from memfs.history.operations import operations
+
+    return any(operations(store, path=where, limit=1) for where in paths)
 
 
 _STYLES = {"+": "green", "-": "red", "@": "cyan"}

@@ -119,6 +119,22 @@ def _line(content: object, is_error: bool) -> str:
     return text
 
 
+def _mirror_of(root: Path) -> Any:
+    """The running mirror (``memfs sync``) whose directory holds ``root``, if any."""
+    from memfs.sync import running
+
+    try:
+        here = root.resolve()
+        live, _stale = running.scan()
+    except (OSError, MemfsError):
+        return None
+    for record in live:
+        top = Path(record.dir)
+        if here == top or top in here.parents:
+            return record
+    return None
+
+
 def _open_handler(
     root: Path,
     overwrite: bool,
@@ -135,12 +151,23 @@ def _open_handler(
     if store_url is not None and state.lookup(root) is None:
         # The handler works on ROOT's files: a store that does not show them would be
         # checked for caps and told of views while the files it holds go untouched.
-        again = command("mount", str(root), "--store", shown_url(store_url))
-        click.echo(
-            f"memfs tool: not using --store: {root} is a plain directory, not a memfs mount"
-            f" of that store; mount it there first ({again}) to work on the store",
-            err=True,
-        )
+        mirror = _mirror_of(root)
+        if mirror is not None:
+            # A running mirror carries ROOT's changes to its store already; telling the
+            # person to mount there would be wrong advice (the directory is not empty).
+            click.echo(
+                f"memfs tool: not using --store: {root} is kept in sync with"
+                f" {shown_url(mirror.store_url)} by memfs sync (pid {mirror.pid}), which"
+                " carries every change there; work on the files without --store",
+                err=True,
+            )
+        else:
+            again = command("mount", str(root), "--store", shown_url(store_url))
+            click.echo(
+                f"memfs tool: not using --store: {root} is a plain directory, not a memfs"
+                f" mount of that store; mount it there first ({again}) to work on the store",
+                err=True,
+            )
         store_url = None
     try:
         backing = store_behind(root, store_url)

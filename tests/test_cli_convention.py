@@ -1,0 +1,169 @@
+"""One CLI convention, each item by its exact output and exit status, through the
+installed command (or click's runner where the process does not matter): a closed
+output pipe is quiet, Ctrl-C is 130, a new store is announced, a mountpoint memfs
+already serves is no failure with --exist-ok, a path no operation ever touched is an
+error, copy makes up no operation, summaries in --help are whole, and a sync mirror is
+named as one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from memfs.cli import COMMANDS, main, summary
+from memfs.store import open_store
+from memfs.sync import running
+from tests.fixtures.mount import MountHandle
+from tests.fixtures.waiting import wait_for
+
+MEMFS = str(Path(sys.executable).with_name("memfs"))
+
+
+def memfs(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MEMFS, *args], capture_output=True, text=True, timeout=120, check=False,
+        input=input, stdin=None if input is not None else subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def big_store(tmp_path: Path, files: int = 6000) -> str:
+    """A store whose one operation lists (``log --files``) more than a pipe holds."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for i in range(files):
+        (source / f"note-{i:05}.md").write_text(f"note {i}\n")
+    url = f"sqlite://{tmp_path / 'big.db'}"
+    assert memfs("import", str(source), "--store", url, "--quiet").returncode == 0
+    return url
+
+
+def test_a_closed_output_pipe_is_quiet(tmp_path: Path) -> None:
+    url = big_store(tmp_path)
+    reader = subprocess.Popen(
+        [MEMFS, "log", "--files", "--store", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().startswith(b"1  ")
+    reader.stdout.close()  # what `| head` does once it has its lines
+    assert reader.wait(timeout=60) == 141
+    assert reader.stderr.read() == b""
+    reader.stderr.close()
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    tool = subprocess.Popen(
+        [MEMFS, "tool", "--root", str(tmp_path / "root")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert tool.stdin is not None and tool.stdout is not None and tool.stderr is not None
+    tool.stdin.write('{"command": "view", "path": "/memories"}\n')
+    tool.stdin.flush()
+    assert json.loads(tool.stdout.readline())["is_error"] is False  # running, reading stdin
+    tool.send_signal(signal.SIGINT)
+    assert tool.wait(timeout=60) == 130
+    assert tool.stderr.read() == "\n"
+    for stream in (tool.stdin, tool.stdout, tool.stderr):
+        stream.close()
+
+
+def test_a_new_store_is_announced_once(tmp_path: Path) -> None:
+    store = tmp_path / "typo" / "dir" / "x.db"
+    first = memfs("sync", str(tmp_path / "mirror"), "--once", "--store", f"sqlite://{store}")
+    assert (first.returncode, first.stderr) == (
+        0,
+        f"Created a new store at {store}.\nCreated {tmp_path / 'mirror'}.\n",
+    )
+    again = memfs("sync", str(tmp_path / "mirror"), "--once", "--store", f"sqlite://{store}")
+    assert (again.returncode, again.stderr) == (0, "")
+
+
+def test_mount_exist_ok_on_a_served_mountpoint(memfs_mount: MountHandle) -> None:
+    mp = memfs_mount.mountpoint
+    refused = CliRunner().invoke(main, ["mount", str(mp), "--store", memfs_mount.store_url])
+    assert refused.exit_code == 1 and "is already mounted by memfs" in refused.output
+    result = CliRunner().invoke(main, ["mount", "--exist-ok", str(mp)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        f"{mp} is already mounted by memfs: {memfs_mount.store_url} (pid {memfs_mount.pid})."
+    )
+
+
+def test_log_of_a_path_no_operation_touched(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    with open_store(url) as store:
+        store.write("notes/a.md", b"a\n", author="alice", parents=True)
+    done = memfs("log", "notes/typo.md", "--follow", "--store", url)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "Error: no operation in this store ever touched 'notes/typo.md'; check the path"
+        f" (`{MEMFS} log` lists them all)\n"
+    )
+    window = memfs("log", "notes/a.md", "--since", "2026-01-01T00:00", "--store", url)
+    assert window.returncode == 0 and "alice" in window.stdout
+
+
+def test_copy_makes_up_no_operation(tmp_path: Path) -> None:
+    src = big_store(tmp_path, files=20)
+    dst = f"sqlite://{tmp_path / 'copy.db'}"
+    copied = memfs("copy", src, dst)
+    assert copied.returncode == 0, copied.stderr
+    assert copied.stdout.startswith("Copied 40 changes, 20 files (")
+
+    def summaries(url: str) -> list[tuple[str, str]]:
+        ops = memfs("log", "--json", "--store", url).stdout.splitlines()
+        return [(op["actor"], op["summary"]) for op in map(json.loads, ops)]
+
+    assert summaries(dst) == summaries(src)
+    assert len(summaries(dst)) == 1
+
+
+def test_every_summary_in_help_is_whole() -> None:
+    shown = CliRunner().invoke(main, ["--help"], terminal_width=80).output.split("Commands:")[1]
+    assert [line for line in shown.splitlines() if line.endswith("...")] == []
+    for name in COMMANDS:
+        command = main.get_command(click.Context(main), name)
+        assert command is not None and command.help is not None
+        first = summary(command.help)
+        assert first.endswith("."), name
+        assert " ".join(first.split()[:3]) in " ".join(shown.split()), name
+
+
+def test_the_tool_names_a_sync_mirror_as_one(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    mirror = tmp_path / "mirror"
+    syncing = subprocess.Popen(
+        [MEMFS, "sync", str(mirror), "--store", url],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: any(r.pid == syncing.pid for r in running.scan()[0]), what="the mirror")
+        done = memfs(
+            "tool", "--root", str(mirror), "--store", url,
+            input='{"command": "view", "path": "/memories"}\n',
+        )  # fmt: skip
+        assert done.returncode == 0
+        assert done.stderr == (
+            f"memfs tool: not using --store: {mirror} is kept in sync with {url} by memfs sync"
+            f" (pid {syncing.pid}), which carries every change there; work on the files"
+            " without --store\n"
+        )
+    finally:
+        syncing.send_signal(signal.SIGINT)
+        syncing.wait(timeout=60)
+    assert os.path.isdir(mirror)
