@@ -53,6 +53,12 @@ secrets_option = click.option(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _RefusedValue(click.ClickException):
+    """One line, with a usage error's status: the value is wrong, not the command."""
+
+    exit_code = 2
+
+
 def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from memfs.actors import check_actor
     from memfs.errors import ActorError
@@ -60,13 +66,30 @@ def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> st
     try:
         return check_actor(value)
     except ActorError as err:
-        raise click.BadParameter(str(err)) from None
+        raise _RefusedValue(f"--as: {err}") from None
+
+
+class _OldNameUnshown(click.Option):
+    """An option whose old second name still works but is no longer shown: ``--actor``
+    was the acting identity here and a filter in log and undo; ``--as`` is the one name
+    for who acts, everywhere it is set."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        return record[0].replace(", --actor", ""), record[1]
 
 
 def actor_option(default: str) -> Callable[[F], F]:
-    """``--actor NAME``: who the door's changes are by, in the store's history."""
+    """``--as NAME``: who the door's changes are by, in the store's history (into
+    ``actor``; ``--actor`` is still accepted)."""
     return click.option(
+        "--as",
         "--actor",
+        "actor",
+        cls=_OldNameUnshown,
+        metavar="NAME",
         default=default,
         show_default=True,
         callback=_checked_actor,
