@@ -44,8 +44,8 @@ def test_make_run_mount_umount_and_agent_share_one_default_mountpoint(tmp_path: 
     umount = run("umount", home=home)
     assert umount.returncode == 1 and str(expected) in umount.stderr
     agent = run("agent", "hello", home=home, ANTHROPIC_API_KEY="sk-ant-test")
-    assert agent.returncode == 2
-    assert agent.stderr.startswith(f"memfs agent: nothing is mounted at {expected};")
+    assert agent.returncode == 1
+    assert agent.stderr.startswith(f"Error: nothing is mounted at {expected};")
     help_text = run("mount", "--help", home=home).stdout
     assert "$MEMFS_MOUNTPOINT or ~/memories" in " ".join(help_text.split())
 
