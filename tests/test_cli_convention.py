@@ -167,3 +167,27 @@ def test_the_tool_names_a_sync_mirror_as_one(tmp_path: Path) -> None:
         syncing.send_signal(signal.SIGINT)
         syncing.wait(timeout=60)
     assert os.path.isdir(mirror)
+
+
+def test_a_revision_is_rev_everywhere(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    with open_store(url) as store:
+        revs = [store.write("a.md", f"v{i}\n".encode(), author="alice").rev for i in range(3)]
+    shown = memfs("history", "a.md", "--rev", str(revs[0]), "--store", url)
+    assert (shown.returncode, shown.stdout) == (0, "v0\n")
+    assert memfs("history", "a.md", "--show", str(revs[0]), "--store", url).stdout == "v0\n"
+    two = memfs("diff", "a.md", "--rev", str(revs[0]), "--rev", str(revs[1]), "--store", url)
+    assert two.returncode == 0 and "-v0\n+v1\n" in two.stdout
+    old_form = memfs("diff", "a.md", str(revs[0]), str(revs[1]), "--store", url)
+    assert old_form.stdout == two.stdout
+    one = memfs("diff", "a.md", "--rev", str(revs[0]), "--store", url)
+    assert "-v0\n+v2\n" in one.stdout
+    for command in ("history", "diff", "restore", "redact"):
+        help_text = CliRunner().invoke(main, [command, "--help"]).output
+        assert "--rev" in help_text and "--show" not in help_text, command
+
+
+def test_who_acts_is_as_everywhere_it_is_set() -> None:
+    for command in ("tool", "agent"):
+        help_text = CliRunner().invoke(main, [command, "--help"]).output
+        assert "--as NAME" in help_text and "--actor" not in help_text.split("(memfs log")[0]

@@ -21,6 +21,25 @@ from memfs.store.base import Store
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class Renamed(click.Option):
+    """An option with old names still accepted but no longer shown in help: one name
+    for one meaning across commands (``--rev`` for a revision, ``--as`` for who acts),
+    without breaking a script written against the old one."""
+
+    def __init__(self, *args: Any, old: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.old = old
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        names = record[0]
+        for name in self.old:
+            names = names.replace(f", {name}", "")
+        return names, record[1]
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 change``, ``2 changes``, ``1 entry`` (with ``plural="entries"``): a count as
     a person writes it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from memfs.cli.common import local_time, reading, store_option
+from memfs.cli.common import Renamed, local_time, reading, store_option
 from memfs.store.base import Revision
 
 
@@ -25,7 +25,16 @@ def format_revision(r: Revision) -> str:
 @click.argument("path", metavar="PATH")
 @store_option()
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the newest N revisions.")
-@click.option("--show", "show_rev", type=int, metavar="REV", help="Print revision REV's content.")
+@click.option(
+    "--rev",
+    "--show",
+    "show_rev",
+    cls=Renamed,
+    old=("--show",),
+    type=int,
+    metavar="REV",
+    help="Print revision REV's content.",
+)
 @click.option("--follow", is_flag=True, help="Across the renames that brought the file to PATH.")
 def history(
     path: str, store_url: str | None, limit: int | None, show_rev: int | None, follow: bool
@@ -33,7 +42,7 @@ def history(
     """List the revisions of PATH, newest first: rev, time, author, size, SHA-256.
 
     PATH is a file in a memfs mount, a model path such as /memories/notes.md, or a path
-    in the store such as notes.md. With --show REV, print that revision's content; with
+    in the store such as notes.md. With --rev REV, print that revision's content; with
     --follow, the revisions it had under its earlier names too (shown with the name).
     """
     from memfs.history.follow import lineage

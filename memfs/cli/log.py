@@ -142,12 +142,23 @@ def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.argument("revs", nargs=-1, type=click.IntRange(min=1), metavar="[REV [REV]]")
+# Revisions are --rev, as in restore, redact and history; two positional REVs after
+# PATH (the old form) still work, unshown.
+@click.argument("positional_revs", nargs=-1, type=click.IntRange(min=1), metavar="")
+@click.option(
+    "--rev",
+    "revs",
+    multiple=True,
+    type=click.IntRange(min=1),
+    metavar="REV",
+    help="A revision to compare; twice: from the first to the second.",
+)
 @click.option("--since", "when", metavar="WHEN", help="The whole tree (or PATH) since WHEN.")
 @click.option("--color/--no-color", default=None, help="Colour (default: on a terminal).")
 @STORE_OPTION
 def diff(
     path: str | None,
+    positional_revs: tuple[int, ...],
     revs: tuple[int, ...],
     when: str | None,
     color: bool | None,
@@ -156,11 +167,15 @@ def diff(
     """A unified diff of PATH between two revisions (default: its previous revision
     against its current content), or with --since of the tree or PATH since a
     revision, a time, a duration or a checkpoint.
+
+    With one --rev REV, that revision against the current content; with two, from the
+    first to the second.
     """
     from memfs.history.diff import file_diff, tree_diff
 
+    revs = positional_revs + revs
     if len(revs) > 2:
-        raise click.UsageError("give at most two revisions: memfs diff PATH [REV [REV]]")
+        raise click.UsageError("give at most two revisions: memfs diff PATH --rev A --rev B")
     if when is None and path is None:
         raise click.UsageError("give a PATH, or --since WHEN for the changes of the tree")
     if when is not None and revs:

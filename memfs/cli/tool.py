@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
-from memfs.cli.common import store_option
+from memfs.cli.common import Renamed, store_option
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.secrets import DEFAULT_POLICY, POLICIES
@@ -69,18 +69,6 @@ def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> st
         raise _RefusedValue(f"--as: {err}") from None
 
 
-class _OldNameUnshown(click.Option):
-    """An option whose old second name still works but is no longer shown: ``--actor``
-    was the acting identity here and a filter in log and undo; ``--as`` is the one name
-    for who acts, everywhere it is set."""
-
-    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        record = super().get_help_record(ctx)
-        if record is None:
-            return None
-        return record[0].replace(", --actor", ""), record[1]
-
-
 def actor_option(default: str) -> Callable[[F], F]:
     """``--as NAME``: who the door's changes are by, in the store's history (into
     ``actor``; ``--actor`` is still accepted)."""
@@ -88,7 +76,10 @@ def actor_option(default: str) -> Callable[[F], F]:
         "--as",
         "--actor",
         "actor",
-        cls=_OldNameUnshown,
+        # --actor was the acting identity here and a filter in log and undo; --as is the
+        # one name for who acts, everywhere it is set.
+        cls=Renamed,
+        old=("--actor",),
         metavar="NAME",
         default=default,
         show_default=True,
