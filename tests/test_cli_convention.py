@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -191,3 +192,50 @@ def test_who_acts_is_as_everywhere_it_is_set() -> None:
     for command in ("tool", "agent"):
         help_text = CliRunner().invoke(main, [command, "--help"]).output
         assert "--as NAME" in help_text and "--actor" not in help_text.split("(memfs log")[0]
+
+
+def test_every_reporting_command_speaks_json_lines(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    with open_store(url) as store:
+        store.write("a.md", b"v0\n", author="alice")
+        store.write("a.md", b"v1\n", author="alice")
+    runs = {
+        "history": memfs("history", "a.md", "--json", "--store", url),
+        "diff": memfs("diff", "a.md", "--json", "--store", url),
+        "export": memfs("export", str(tmp_path / "out"), "--json", "--store", url),
+        "import": memfs(
+            "import", str(tmp_path / "out"), "--json", "--store", f"sqlite://{tmp_path / 'i.db'}"
+        ),
+        "copy": memfs("copy", url, f"sqlite://{tmp_path / 'c.db'}", "--json"),
+        "sync": memfs("sync", str(tmp_path / "mirror"), "--once", "--json", "--store", url),
+        "search": memfs("search", "v1", "--json", "--store", url),
+    }
+    records = {}
+    for name, done in runs.items():
+        assert done.returncode == 0, (name, done.stderr)
+        records[name] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["rev"], r["author"], r["size"]) for r in records["history"]] == [
+        (2, "alice", 3),
+        (1, "alice", 3),
+    ]
+    assert records["diff"] == [
+        {"path": "a.md", "diff": "--- a/a.md@1\n+++ b/a.md\n@@ -1 +1 @@\n-v0\n+v1\n"}
+    ]
+    assert records["export"][0]["files"] == records["import"][0]["files"] == 1
+    assert records["copy"] == [
+        {"store": f"sqlite://{tmp_path / 'c.db'}", "changes": 2, "files": 1, "bytes": 3}
+    ]
+    assert records["sync"] == [{"dir": str(tmp_path / "mirror"), "store": url, "synced": True}]
+    assert [r["path"] for r in records["search"]] == ["a.md"]
+
+
+def test_mount_json(mount_factory: Callable[..., MountHandle], tmp_path: Path) -> None:
+    served = mount_factory()
+    done = CliRunner().invoke(main, ["mount", "--exist-ok", "--json", str(served.mountpoint)])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == {
+        "mountpoint": str(served.mountpoint),
+        "store": served.store_url,
+        "pid": served.pid,
+        "already_mounted": True,
+    }

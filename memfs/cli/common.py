@@ -40,6 +40,21 @@ class Renamed(click.Option):
         return names, record[1]
 
 
+# --json, one convention for every command that reports (docs/cli.md has the shapes):
+# JSON lines, one object per line: one per item for a list (revisions, operations,
+# hits, findings, trees, files of a diff), one for a command that reports one result.
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per line (shapes: docs/cli.md)."
+)
+
+
+def emit(record: dict[str, Any]) -> None:
+    """One line of --json output."""
+    import json
+
+    click.echo(json.dumps(record, ensure_ascii=False))
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 change``, ``2 changes``, ``1 entry`` (with ``plural="entries"``): a count as
     a person writes it."""

@@ -7,12 +7,12 @@ is in; points in time are written as :mod:`memfs.history.when` reads them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
 
-from memfs.cli.common import ACTOR_OPTION, local_time, reading, store_option
+from memfs.cli.common import ACTOR_OPTION, JSON_OPTION, emit, local_time, reading, store_option
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
 from memfs.program import command
@@ -126,6 +126,36 @@ def _ever_touched(store: Store, paths: list[str]) -> bool:
     return any(operations(store, path=where, limit=1) for where in paths)
 
 
+def _diff_json(lines: Iterable[str]) -> Iterator[dict[str, object]]:
+    """One object per file of a unified diff: its path (``b/`` side; the ``a/`` side for
+    a deletion), and the file's diff text."""
+    path: str | None = None
+    chunk: list[str] = []
+    pending: str | None = None  # a "--- " line waiting to see whether "+++ " follows
+    for line in lines:
+        if pending is not None:
+            if line.startswith("+++ "):
+                if chunk:
+                    yield {"path": path, "diff": "".join(chunk)}
+                new = line[4:].rstrip("\n")
+                old = pending[4:].rstrip("\n")
+                side = new if new != "/dev/null" else old
+                path = side[2:] if side.startswith(("a/", "b/")) else side
+                chunk = [pending, line]
+                pending = None
+                continue
+            chunk.append(pending)
+            pending = None
+        if line.startswith("--- "):
+            pending = line
+        else:
+            chunk.append(line)
+    if pending is not None:
+        chunk.append(pending)
+    if chunk:
+        yield {"path": path, "diff": "".join(chunk)}
+
+
 _STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
@@ -155,6 +185,7 @@ def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
 )
 @click.option("--since", "when", metavar="WHEN", help="The whole tree (or PATH) since WHEN.")
 @click.option("--color/--no-color", default=None, help="Colour (default: on a terminal).")
+@JSON_OPTION
 @STORE_OPTION
 def diff(
     path: str | None,
@@ -162,6 +193,7 @@ def diff(
     revs: tuple[int, ...],
     when: str | None,
     color: bool | None,
+    as_json: bool,
     store_url: str | None,
 ) -> None:
     """A unified diff of PATH between two revisions (default: its previous revision
@@ -182,10 +214,15 @@ def diff(
         raise click.UsageError("give revisions or --since, not both")
     with reading(path, store_url) as (store, rel, _):
         if when is not None:
-            _echo_diff(tree_diff(store, point(store, when), rel), color)
-            return
-        old, new = (*revs, None, None)[:2]
-        _echo_diff(file_diff(store, rel, old, new), color)
+            lines: Iterable[str] = tree_diff(store, point(store, when), rel)
+        else:
+            old, new = (*revs, None, None)[:2]
+            lines = file_diff(store, rel, old, new)
+        if as_json:
+            for record in _diff_json(lines):
+                emit(record)
+        else:
+            _echo_diff(lines, color)
 
 
 COMMANDS = [log, diff]

@@ -9,7 +9,7 @@ import click
 
 from memfs import host
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import JSON_OPTION, emit, store_option
 from memfs.errors import MemfsError
 from memfs.mount import daemon, state
 from memfs.mount.options import MountOptions
@@ -33,6 +33,14 @@ def _mounted_message(record: MountRecord) -> str:
         f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
         f"Stop with: {command('umount', mp)}"
     )
+
+
+def _record_json(record: MountRecord) -> dict[str, object]:
+    return {
+        "mountpoint": record.mountpoint,
+        "store": shown_url(record.store_url),
+        "pid": record.pid,
+    }
 
 
 def _ready_here(record: MountRecord, fresh: Path | None) -> None:
@@ -69,6 +77,7 @@ def _ready_here(record: MountRecord, fresh: Path | None) -> None:
     is_flag=True,
     help="Succeed, saying so, when memfs already serves MOUNTPOINT (make run uses it).",
 )
+@JSON_OPTION
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
@@ -78,6 +87,7 @@ def mount(
     allow_other: bool,
     expire_unused_for: str | None,
     exist_ok: bool,
+    as_json: bool,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
@@ -108,6 +118,9 @@ def mount(
         target = mountpoint if mountpoint is not None else state.default_mountpoint()
         serving = state.lookup(target) if exist_ok else None
         if serving is not None and Path(serving.mountpoint) == state.normalize(target):
+            if as_json:
+                emit({**_record_json(serving), "already_mounted": True})
+                return
             click.echo(
                 f"{serving.mountpoint} is already mounted by memfs: "
                 f"{shown_url(serving.store_url)} (pid {serving.pid}).\n"
@@ -130,6 +143,10 @@ def mount(
         record = daemon.start(target, store_url, debug=debug, options=options, on_note=_note)
     except MemfsError as exc:
         raise _fail(exc, choice.elsewhere) from exc
+    if as_json:
+        created = str(fresh) if fresh is not None and fresh.exists() else None
+        emit({**_record_json(record), "already_mounted": False, "created_store": created})
+        return
     stores.announce_new_store(fresh)
     click.echo(_mounted_message(record))
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import JSON_OPTION, emit, store_option
 from memfs.errors import MemfsError
 from memfs.store import shown_url
 
@@ -31,8 +31,14 @@ if TYPE_CHECKING:
     help="Sync-state file (default: in the user state directory, per DIR and store).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every file synced.")
+@JSON_OPTION
 def sync(
-    directory: Path, store_url: str | None, once: bool, state_path: Path | None, verbose: bool
+    directory: Path,
+    store_url: str | None,
+    once: bool,
+    state_path: Path | None,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Keep DIR and a memory store in two-way sync until Ctrl-C.
 
@@ -66,7 +72,10 @@ def sync(
                 finally:
                     logging.getLogger("memfs.sync").removeHandler(problems)
                 problems.check(mirror.root)
-                click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
+                if as_json:
+                    emit({"dir": str(mirror.root), "store": shown_url(url), "synced": True})
+                else:
+                    click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
                 return
             _stop_on_signals(mirror)
             click.echo(f"Syncing {mirror.root} with {shown_url(url)} (Ctrl-C to stop).", err=True)
