@@ -37,7 +37,7 @@ test: system-deps $(STAMP)
 # link or anchor, a page left out of the nav, or a CLI reference that cannot be
 # generated fail the build.
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # A wheel of the distribution (memfs-tree) in dist/, then installed into a throwaway
 # virtualenv whose `memfs --version` must run: what a person installing it gets.
