@@ -58,7 +58,10 @@ def sync(
     url = choice.url
     handler = _log_to_stderr(verbose, quiet_warnings=once and not verbose)
     try:
-        # The store first: a bad one must fail before DIR is created for it.
+        # The store first: a bad one must fail before DIR is created for it. But a DIR
+        # that can never be synced (a file) must not leave a new, empty store behind.
+        if directory.exists() and not directory.is_dir():
+            raise click.ClickException(f"cannot sync {directory}: it is not a directory")
         fresh = stores.new_store_file(url)
         with open_store(url) as store:
             stores.announce_new_store(fresh)
