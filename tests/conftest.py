@@ -1,6 +1,18 @@
 """Shared pytest configuration. Fixture families live in tests/fixtures/, one module each."""
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# CI runs each property on the same examples every time (derandomize), so a red build is
+# reproducible and never a roll of the dice; a developer's run explores new examples.
+# HYPOTHESIS_PROFILE=ci picks it locally too.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", parent=settings.get_profile("default"))
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+)
 
 pytest_plugins = [
     "tests.fixtures.disks",

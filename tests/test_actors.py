@@ -63,6 +63,42 @@ def test_tool_refuses_a_bad_actor_with_one_line(tmp_path: Path, bad: str) -> Non
         timeout=30,
     )
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
-    assert "Traceback" not in done.stderr
-    assert lines[-1].startswith("Error: Invalid value for '--actor'"), done.stderr
+    assert done.stderr.startswith("Error: --as: the actor name "), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "claimed", ["memfs restore (user x)", "memfs", "memfs undo (user root)", "memfs:web"]
+)
+def test_no_door_may_claim_to_be_memfs(tmp_path: Path, claimed: str) -> None:
+    with pytest.raises(ActorError, match="reserved for memfs's own commands"):
+        MemoryHandler(tmp_path, actor=claimed)
+    for option in ("--as", "--actor"):  # the old name of the option is still refused
+        done = subprocess.run(
+            [MEMFS, "tool", "--root", str(tmp_path), option, claimed],
+            input='{"command": "view", "path": "/memories"}\n',
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2,
+            "",
+            f"Error: --as: the actor name {claimed!r} is reserved for memfs's own commands"
+            " (their names start with 'memfs'); choose another\n",
+        )
+
+
+def test_names_that_only_look_alike_are_anyones() -> None:
+    for name in ("memfs-bot", "memfsd", "agent:memfs restore", "alice (memfs)"):
+        assert check_actor(name) == name
+
+
+def test_only_memfs_history_commands_are_protected_from_an_older_write() -> None:
+    from memfs.actors import by_history_command
+    from memfs.history.author import author_for
+
+    for command in ("restore", "undo", "import"):
+        assert by_history_command(author_for(command, "alice"))
+    for other in ("memfs expire (user alice)", "alice (memfs)", "agent", "web:alice"):
+        assert not by_history_command(other)

@@ -37,11 +37,11 @@ def _run(server: ModelServer, *args: str, key: str | None = "test", input: str =
     return CliRunner().invoke(main, ["agent", *args], env=env, input=input)
 
 
-def test_missing_key_is_one_line_and_status_2(model_server: ModelServer, root: Path) -> None:
+def test_missing_key_is_one_line_and_status_1(model_server: ModelServer, root: Path) -> None:
     result = _run(model_server, "--root", str(root), "Hi.", key=None)
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert result.stderr == (
-        "memfs agent: ANTHROPIC_API_KEY is not set; "
+        "Error: ANTHROPIC_API_KEY is not set; "
         "export it (export ANTHROPIC_API_KEY=...) and run again\n"
     )
     assert result.stdout == ""
@@ -55,18 +55,18 @@ def test_nothing_mounted_says_how_to_mount(
     monkeypatch.setenv("MEMFS_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("MEMFS_MOUNTPOINT", str(mountpoint))
     result = _run(model_server, "Hi.")
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert result.stderr == (
-        f"memfs agent: nothing is mounted at {mountpoint}; run `{command('mount')}` or pass"
-        " --root DIR\n"
+        f"Error: nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR\n"
     )
     assert model_server.requests == []
 
 
 def test_no_prompt_without_interactive(model_server: ModelServer, root: Path) -> None:
     result = _run(model_server, "--root", str(root))
-    assert result.exit_code == 2
-    assert result.stderr == "memfs agent: give a PROMPT, or use -i for an interactive session\n"
+    assert result.exit_code == 2  # a usage error, as click says them
+    assert result.stderr.endswith("\nError: give a PROMPT, or use -i for an interactive session\n")
+    assert result.stderr.startswith("Usage: main agent [OPTIONS] [PROMPT]\n")
 
 
 def test_prints_text_and_operations(model_server: ModelServer, root: Path, tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_api_failure_after_retries_is_one_line_and_status_1(
     result = _run(model_server, "--root", str(root), "Hi.")
     assert result.exit_code == 1
     assert result.stderr == (
-        "memfs agent: the API is overloaded (HTTP 529: scripted failure 529) "
+        "Error: the API is overloaded (HTTP 529: scripted failure 529) "
         "after retries; try again later\n"
     )
     assert len(model_server.requests) == 3  # the SDK's default max_retries is 2
@@ -136,7 +136,7 @@ def test_max_iterations_is_status_3(model_server: ModelServer, root: Path) -> No
     result = _run(model_server, "--root", str(root), "--max-iterations", "1", "Hi.")
     assert result.exit_code == 3
     assert result.stderr == (
-        "memfs agent: stopped after 1 model turn (--max-iterations); the last tool results "
+        "Stopped after 1 model turn (--max-iterations); the last tool results "
         "were not sent; raise --max-iterations to let it finish\n"
     )
     assert len(model_server.requests) == 1

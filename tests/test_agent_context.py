@@ -119,7 +119,7 @@ def test_clear_options_need_their_flag(model_server: ModelServer, root: Path) ->
     env = {"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": model_server.url}
     result = CliRunner().invoke(main, ["agent", "--root", str(root), "--keep", "2", "Hi"], env=env)
     assert result.exit_code == 2
-    assert result.output == "memfs agent: --clear-at and --keep need --context-management\n"
+    assert result.output.endswith("\nError: --clear-at and --keep need --context-management\n")
     assert model_server.requests == []
 
 

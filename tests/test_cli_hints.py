@@ -94,5 +94,5 @@ def test_the_agent_names_memfs_by_its_path_too(run: Callable[..., Run], tmp_path
     go = run(OTHER_DIRS)
     env_line = f"ANTHROPIC_API_KEY=x MEMFS_MOUNTPOINT='{tmp_path / 'none'}'"
     done = go(f"{env_line} {MEMFS} agent Hi")
-    assert done.returncode == 2
+    assert done.returncode == 1  # a set-up problem: the one error edge
     assert f"run `{MEMFS} mount` or pass --root DIR" in done.stderr

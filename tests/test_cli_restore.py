@@ -191,7 +191,7 @@ def test_undo_dry_run_and_json_change_nothing(db: Path, agent_day: Store) -> Non
     seq = agent_day.last_seq()
     last = agent_day.operations(limit=1)[0]
     assert ok(run(db, "undo", "--dry-run")) == [
-        f"would undo operation {last.id} (agent:bob: deleted notes/keep.md): 1 changes",
+        f"would undo operation {last.id} (agent:bob: deleted notes/keep.md): 1 change",
         "  delete  notes/keep.md",
     ]
     record = json.loads(ok(run(db, "undo", "--dry-run", "--json", "--last", "2"))[0])

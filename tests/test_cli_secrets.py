@@ -54,8 +54,8 @@ KEYS_ROWS = (
 def test_the_current_tree(db: Path) -> None:
     result = run("--store", str(db))
     assert (result.exit_code, result.output) == (
-        0,
-        KEYS_ROWS + "2 likely credentials in 3 files.\n"
+        1,
+        KEYS_ROWS + "2 likely credentials in 1 file (of 3 scanned).\n"
         "Edit a file to take a secret out of its current content.\n"
         f"Old revisions may hold more: `{command('secrets', '--history')}` lists them.\n",
     )
@@ -64,11 +64,11 @@ def test_the_current_tree(db: Path) -> None:
 def test_history_adds_old_revisions_and_deleted_files(db: Path) -> None:
     result = run("--store", str(db), "--history")
     assert (result.exit_code, result.output) == (
-        0,
+        1,
         KEYS_ROWS + "gone.md  rev 5  line 2  password-assignment  password=Hu… (9 chars)\n"
         "notes/db.md  rev 2  line 1  url-password  "
         "DATABASE_URL=postgres://app:S3… (10 chars)@db.internal:5432/prod\n"
-        "4 likely credentials in 3 files and 2 old revisions.\n"
+        "4 likely credentials in 1 file (of 3 scanned) and 2 old revisions (of 2 scanned).\n"
         "Edit a file to take a secret out of its current content.\n"
         f"Remove an old revision's content for good with `{command('redact')} PATH --rev REV`.\n",
     )
@@ -86,7 +86,7 @@ def test_a_redacted_revision_is_no_longer_listed(db: Path) -> None:
 
 def test_a_path_and_json(db: Path) -> None:
     result = run("/memories/notes", "--store", str(db), "--history", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert [json.loads(line) for line in result.output.splitlines()] == [
         {
             "path": "notes/db.md",
@@ -133,10 +133,11 @@ def test_no_secret_is_ever_printed_whole(tmp_path: Path) -> None:
             store.write(f"{i}.md", case.text.encode(), author="t")
             store.write(f"{i}.md", b"gone\n", author="t")
     result = run("--store", str(tmp_path / "c.db"), "--history")
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     n = len(SECRETS)
     assert result.output.endswith(
-        f"{n} likely credentials in {n} files and {n} old revisions.\n"
+        f"{n} likely credentials in 0 files (of {n} scanned) and {n} old revisions "
+        f"(of {n} scanned).\n"
         f"Remove an old revision's content for good with `{command('redact')} PATH --rev REV`.\n"
     )
     assert len(result.output.splitlines()) == n + 2
@@ -152,7 +153,7 @@ def test_a_path_inside_a_mount(mount_factory: Callable[..., MountHandle]) -> Non
     # The mount commits a closed file's content to the store in the background.
     wait_for(lambda: store.stat("keys.md").size == 47, what="keys.md in the store")
     result = run(str(mount.mountpoint / "keys.md"))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert result.output.splitlines()[0] == (
         f"keys.md  rev {store.stat('keys.md').rev} (current)  line 1  github-token  "
         "token=ghp_… (40 chars)"
@@ -167,8 +168,14 @@ def test_the_installed_command(db: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (1, "")
     assert [json.loads(line)["kind"] for line in done.stdout.splitlines()] == [
         "aws-access-key",
         "github-token",
     ]
+
+
+def test_exit_zero_reports_only(db: Path) -> None:
+    result = run("--store", str(db), "--exit-zero")
+    assert result.exit_code == 0
+    assert "2 likely credentials in 1 file (of 3 scanned)." in result.output

@@ -37,15 +37,15 @@ def test_make_run_mount_umount_and_agent_share_one_default_mountpoint(tmp_path: 
     said = [
         line.split(" ", 1)[1].strip() for line in dry.stdout.splitlines() if "bin/memfs " in line
     ]
-    assert said == ["mount", "umount"]  # no mountpoint: memfs's own default
+    assert said == ["mount --exist-ok", "umount"]  # no mountpoint: memfs's own default
     home = tmp_path / "home"
     home.mkdir()
     expected = home / "memories"
     umount = run("umount", home=home)
     assert umount.returncode == 1 and str(expected) in umount.stderr
     agent = run("agent", "hello", home=home, ANTHROPIC_API_KEY="sk-ant-test")
-    assert agent.returncode == 2
-    assert agent.stderr.startswith(f"memfs agent: nothing is mounted at {expected};")
+    assert agent.returncode == 1
+    assert agent.stderr.startswith(f"Error: nothing is mounted at {expected};")
     help_text = run("mount", "--help", home=home).stdout
     assert "$MEMFS_MOUNTPOINT or ~/memories" in " ".join(help_text.split())
 

@@ -1,6 +1,6 @@
-"""The README's layer line, checked against every import in memfs/.
+"""The architecture page's layer line, checked against every import in memfs/.
 
-The architecture map of README.md lists memfs's modules and packages in layers, lowest
+The architecture map of docs/architecture.md lists memfs's modules and packages in layers, lowest
 first. Every import between two of them, wherever it stands (module level, inside a
 function, under TYPE_CHECKING), must go from a layer to one before it: never sideways,
 never up. So the line cannot drift from the code, and a new module must be placed.
@@ -15,13 +15,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "memfs"
-README = ROOT / "README.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def readme_layers() -> list[set[str]]:
-    """The layers of the README's fenced block that starts ``errors`` and goes on in
+    """The layers of the architecture page's fenced block that starts ``errors`` and goes on in
     lines of ``<- a, b, ...``."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = ARCHITECTURE.read_text(encoding="utf-8").splitlines()
     start = lines.index("errors")
     layers = [{"errors"}]
     for line in lines[start + 1 :]:
@@ -75,10 +75,10 @@ def memfs_sources() -> list[Path]:
 def test_every_module_is_in_one_layer_of_the_readme() -> None:
     layers = readme_layers()
     placed = [name for layer in layers for name in layer]
-    assert len(placed) == len(set(placed)), f"named twice in the README's layers: {placed}"
+    assert len(placed) == len(set(placed)), f"named twice in the layers: {placed}"
     units = {unit_of(module_of(p)) for p in memfs_sources()} - {"memfs"}
-    assert units - set(placed) == set(), "place these in the README's layer line"
-    assert set(placed) - units == set(), "the README's layer line names modules that are gone"
+    assert units - set(placed) == set(), "place these in the architecture page's layer line"
+    assert set(placed) - units == set(), "the layer line names modules that are gone"
 
 
 def test_every_import_goes_to_an_earlier_layer() -> None:
@@ -98,7 +98,7 @@ def test_every_import_goes_to_an_earlier_layer() -> None:
                 continue
             if rank[there] >= rank[here]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
-    assert wrong == [], "imports against the README's layers:\n" + "\n".join(wrong)
+    assert wrong == [], "imports against the architecture page's layers:\n" + "\n".join(wrong)
 
 
 def test_the_package_itself_imports_nothing_when_loaded() -> None:

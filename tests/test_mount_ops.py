@@ -30,6 +30,7 @@ from memfs.paths import name_problem
 from memfs.store import open_store
 from memfs.store.base import Store
 from tests.fixtures.mount import made_by
+from tests.fixtures.waiting import wait_for as shared_wait_for
 
 pytestmark = [
     pytest.mark.fuse,
@@ -151,15 +152,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def wait_for(check: Callable[[], bool], deadline_s: float, what: str) -> float:
-    """Poll ``check`` until true; returns the seconds it took, fails at the deadline."""
+    """The shared wait, also saying how long it took (for a quiet period's tests)."""
     start = time.monotonic()
-    while True:
-        with contextlib.suppress(OSError, NotFound):
-            if check():
-                return time.monotonic() - start
-        if time.monotonic() - start > deadline_s:
-            raise AssertionError(f"not within {deadline_s}s: {what}")
-        time.sleep(0.01)
+    shared_wait_for(check, timeout=deadline_s, what=what)
+    return time.monotonic() - start
 
 
 def write_synced(path: Path, data: bytes, mode: str = "wb") -> None:

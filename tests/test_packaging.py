@@ -29,7 +29,8 @@ def test_the_wheel_builds_without_a_license_warning(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     output = done.stdout + done.stderr
     assert "project.license" not in output and "License classifiers" not in output, output
-    (wheel,) = wheels.glob("memfs-*.whl")
+    # The distribution is memfs-tree (the command and the import stay memfs).
+    (wheel,) = wheels.glob("memfs_tree-*.whl")
     # The package data the code reads at run time, e.g. the session templates.
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())

@@ -59,7 +59,7 @@ def test_the_cli_answers_a_catastrophic_regex(tmp_path: Path) -> None:
         timeout=DEADLINE,
     )
     assert out.returncode == 0, out.stderr
-    hits = json.loads(out.stdout)["hits"]
+    hits = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(h["path"], [line["line"] for line in h["lines"]]) for h in hits] == [("hit.md", [2])]
 
 

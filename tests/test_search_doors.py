@@ -126,14 +126,14 @@ def test_cli_prints_grep_lines_best_first(db: Path) -> None:
 def test_cli_json_limit_and_no_match(db: Path) -> None:
     code, out = _search("alice", "--json", "--store", str(db))
     assert code == 0
-    (hit,) = json.loads(out)["hits"]
+    (hit,) = [json.loads(line) for line in out.splitlines()]  # one object per file
     assert hit["path"] == hit["file"] == "notes/a.md"
     assert hit["lines"] == [{"line": 2, "text": "Call Alice about parse_rel"}]
     assert isinstance(hit["score"], float)
     code, out = _search("parse_rel", "--limit", "1", "--json", "--store", str(db))
-    assert len(json.loads(out)["hits"]) == 1
+    assert len(out.splitlines()) == 1
     assert _search("nowhere", "--store", str(db)) == (1, "")
-    assert _search("nowhere", "--json", "--store", str(db)) == (1, '{"hits": []}\n')
+    assert _search("nowhere", "--json", "--store", str(db)) == (1, "")
 
 
 def test_cli_errors_are_one_line(db: Path, tmp_path: Path) -> None:

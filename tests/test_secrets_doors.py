@@ -140,7 +140,7 @@ def test_memfs_secrets_skips_binary_files_and_escapes_control_bytes(tmp_path: Pa
         store.write("logo.png", binary, author="alice")
         store.write("term.md", f"\x07\x1b[31mred {GHP}\x1b[0m\n".encode(), author="alice")
     result = CliRunner().invoke(main, ["secrets", "--history", "--store", str(db)])
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # it found one
     assert result.output.splitlines()[0] == (
         "term.md  rev 2 (current)  line 1  github-token  \\x07\\x1b[31mred ghp_… (40 chars)\\x1b[0m"
     )

@@ -22,13 +22,12 @@ def test_status_of_one_store_shows_use_against_its_caps(tmp_path: Path) -> None:
     shown = CliRunner().invoke(main, ["status", "--store", url])
     assert shown.exit_code == 0, shown.output
     assert shown.output == (
-        f"{url}: 1 directories; caps: 2 of 10 files, 1.5 KiB of 2.0 KiB, at most 64.0 MiB a file\n"
+        f"{url}: 1 directory; caps: 2 of 10 files, 1.5 KiB of 2.0 KiB, at most 64.0 MiB a file\n"
     )
     plain = sqlite_url(tmp_path / "s.db")
     shown = CliRunner().invoke(main, ["status", "--store", plain])
     assert shown.output == (
-        f"{plain}: 1 directories; caps: 2 files (no cap), 1.5 KiB (no cap),"
-        " at most 64.0 MiB a file\n"
+        f"{plain}: 1 directory; caps: 2 files (no cap), 1.5 KiB (no cap), at most 64.0 MiB a file\n"
     )
     missing = CliRunner().invoke(main, ["status", "--store", sqlite_url(tmp_path / "no.db")])
     assert missing.exit_code == 1 and "Error: no store at " in missing.output

@@ -80,7 +80,7 @@ def test_history_import_refuses_a_store_that_is_not_empty(tmp_path: Path) -> Non
     assert (result.exit_code, result.output) == (
         1,
         f"Error: --history imports into an empty store only; sqlite://{dst_db} already has"
-        " 1 changes (use a new store, or import without --history)\n",
+        " 1 change (use a new store, or import without --history)\n",
     )
     with open_store(dst_db) as dst:
         assert [e.path for e in dst.walk()] == ["mine.md"]

@@ -50,6 +50,30 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# The exit statuses, for every command (docs/cli.md has the table): 0 it did what was
+# asked, 1 it failed or found what it looks for, 2 a usage error (click's), 130 Ctrl-C,
+# 141 its output pipe was closed (as SIGPIPE would leave it).
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is buffered
+    for a closed pipe (or a terminal being torn down) raises nothing."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def one_line(exc: BaseException) -> str:
     """What went wrong, as one line for a person."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -57,6 +81,15 @@ def one_line(exc: BaseException) -> str:
         return f"{where}: {exc.strerror}" if where else exc.strerror
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+def summary(help: str) -> str:
+    """The first sentence of a command's help, whole, on one line."""
+    words = help.partition("\n\n")[0].split()
+    for i, word in enumerate(words):
+        if word.endswith(".") and (i == len(words) - 1 or not words[i + 1][0].islower()):
+            return " ".join(words[: i + 1])
+    return " ".join(words)
 
 
 class _LazyGroup(click.Group):
@@ -67,6 +100,16 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`memfs log | head -2`): what it wanted it has. Quiet,
+            # and the status a program killed by SIGPIPE has, as `cat` would leave.
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_PIPE) from None
+        except KeyboardInterrupt:
+            # Ctrl-C: the shell's convention, 128 + SIGINT, and no "Aborted!".
+            _silence_stdout()
+            click.echo("", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except (MemfsError, OSError) as exc:
             raise click.ClickException(one_line(exc)) from exc
         except EOFError as exc:
@@ -87,7 +130,12 @@ class _LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"memfs.cli.{module_name}")
         commands: list[click.Command] = module.COMMANDS  # each command module's list
-        return next(c for c in commands if c.name == cmd_name)
+        found = next(c for c in commands if c.name == cmd_name)
+        if found.short_help is None and found.help:
+            # click cuts a summary to the terminal's width, mid-phrase ("Check every
+            # retained revision of the store against its..."); whole, it wraps instead.
+            found.short_help = summary(found.help)
+        return found
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,9 +4,11 @@ With ``--sessions NAME`` the run is one session of long work (:mod:`memfs.agent.
 templates set up, a checkpoint at its start, a warning when it leaves the progress log
 as it was (the exit status stays what the run earned).
 
-Exit status: 0 when the model finished; 1 when the API failed after the SDK's retries
-(or the tree could not be used); 2 for a setup problem (no API key, nothing mounted, bad
-options); 3 when ``--max-iterations`` stopped the model before it finished.
+Errors go through the one error edge of :mod:`memfs.cli` like every command's. Exit
+status: 0 when the model finished; 1 when the API failed after the SDK's retries or the
+agent could not start (no API key, nothing mounted, a tree it cannot use); 2 for a usage
+error (options that need another, no PROMPT); 3 when ``--max-iterations`` stopped the
+model before it finished; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -27,13 +29,7 @@ if TYPE_CHECKING:
     from memfs.agent.sessions import ProjectSessions, SessionStart
 
 EXIT_API = 1
-EXIT_SETUP = 2
 EXIT_MAX_ITERATIONS = 3
-
-
-def _die(message: str, status: int) -> NoReturn:
-    click.echo(f"memfs agent: {message}", err=True)
-    sys.exit(status)
 
 
 def _default_root() -> Path:
@@ -42,9 +38,8 @@ def _default_root() -> Path:
 
     mountpoint = state.default_mountpoint()
     if state.lookup(mountpoint) is None:
-        _die(
-            f"nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR",
-            EXIT_SETUP,
+        raise click.ClickException(
+            f"nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR"
         )
     return mountpoint
 
@@ -89,7 +84,7 @@ class _Renderer:
                 self.max_iterations_reached = True
                 turns = f"{event.turns} model turn{'s' if event.turns != 1 else ''}"
                 click.echo(
-                    f"memfs agent: stopped after {turns} (--max-iterations); "
+                    f"Stopped after {turns} (--max-iterations); "
                     "the last tool results were not sent; raise --max-iterations to let it finish",
                     err=True,
                 )
@@ -213,7 +208,8 @@ def agent(
     """Run Claude with the memory tool on the shared memory tree.
 
     Needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL is honoured). Exit status: 0 done,
-    1 API error after retries, 2 setup problem, 3 stopped by --max-iterations.
+    1 an API error after retries or a setup problem (no key, nothing mounted), 2 a usage
+    error, 3 stopped by --max-iterations, 130 interrupted.
     """
     import anthropic
 
@@ -228,14 +224,14 @@ def agent(
     )
 
     if (clear_at is not None or keep is not None) and not context_management:
-        _die("--clear-at and --keep need --context-management", EXIT_SETUP)
+        raise click.UsageError("--clear-at and --keep need --context-management")
     if compact_at is not None and not compaction:
-        _die("--compact-at needs --compaction", EXIT_SETUP)
+        raise click.UsageError("--compact-at needs --compaction")
     if not interactive and (prompt is None or not prompt.strip()):
-        _die("give a PROMPT, or use -i for an interactive session", EXIT_SETUP)
+        raise click.UsageError("give a PROMPT, or use -i for an interactive session")
     client = anthropic.Anthropic()
     if not has_credentials(client):
-        _die(MISSING_KEY, EXIT_SETUP)
+        raise click.ClickException(MISSING_KEY)
     root = root if root is not None else _default_root()
     system = system_file.read_text(encoding="utf-8") if system_file is not None else None
     sessions: tuple[ProjectSessions, SessionStart] | None = None
@@ -246,7 +242,7 @@ def agent(
             project_sessions = ProjectSessions(root, project, actor=actor, store_url=store_url)
             started = project_sessions.start()
         except MemfsError as exc:
-            _die(str(exc), EXIT_SETUP)
+            raise click.ClickException(str(exc)) from None
         sessions = (project_sessions, started)
         announce(started, root, "memfs agent")
         system = "\n\n".join(part for part in (system, instruction(started)) if part)
@@ -257,7 +253,9 @@ def agent(
     try:
         log = Transcript(transcript) if transcript is not None else None
     except OSError as exc:
-        _die(f"cannot write the transcript {transcript}: {exc.strerror}", EXIT_SETUP)
+        raise click.ClickException(
+            f"cannot write the transcript {transcript}: {exc.strerror}"
+        ) from None
     try:
         session = AgentSession(
             root,
@@ -284,7 +282,7 @@ def agent(
     except MemfsError as exc:
         if log is not None:
             log.close()
-        _die(str(exc), EXIT_SETUP)
+        raise click.ClickException(str(exc)) from None
     with session:
         for line in _read_prompts(prompt, interactive, sys.stdin):
             try:
@@ -292,15 +290,16 @@ def agent(
                     renderer.render(event)
             except MemfsError as exc:
                 renderer.end_line()
-                click.echo(f"memfs agent: {exc}", err=True)
-                failed = True
                 if not interactive:
-                    break
+                    raise click.ClickException(str(exc)) from None
+                # A chat goes on after a failed turn: the same one line, then the next.
+                click.ClickException(str(exc)).show()
+                failed = True
             except KeyboardInterrupt:
                 renderer.end_line()
                 if sessions is not None:
                     _check_progress(*sessions)
-                _die("interrupted", 130)
+                raise  # the error edge: exit 130
     if sessions is not None:
         _check_progress(*sessions)
     if failed:

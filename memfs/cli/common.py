@@ -21,6 +21,47 @@ from memfs.store.base import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class Renamed(click.Option):
+    """An option with old names still accepted but no longer shown in help: one name
+    for one meaning across commands (``--rev`` for a revision, ``--as`` for who acts),
+    without breaking a script written against the old one."""
+
+    def __init__(self, *args: Any, old: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.old = old
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        names = record[0]
+        for name in self.old:
+            names = names.replace(f", {name}", "")
+        return names, record[1]
+
+
+# --json, one convention for every command that reports (docs/cli.md has the shapes):
+# JSON lines, one object per line: one per item for a list (revisions, operations,
+# hits, findings, trees, files of a diff), one for a command that reports one result.
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per line (shapes: docs/cli.md)."
+)
+
+
+def emit(record: dict[str, Any]) -> None:
+    """One line of --json output."""
+    import json
+
+    click.echo(json.dumps(record, ensure_ascii=False))
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 change``, ``2 changes``, ``1 entry`` (with ``plural="entries"``): a count as
+    a person writes it."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 STORE_HELP = "Store URL (default: the mount's, then $MEMFS_STORE, then the user's memory.db)."
 
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from memfs.cli import stores
+from memfs.cli.common import JSON_OPTION, count, emit
 from memfs.errors import MemfsError, StoreUnavailable
 from memfs.store import shown_url
 
@@ -15,7 +16,8 @@ from memfs.store import shown_url
 @click.command()
 @click.argument("src_url", metavar="SRC_URL")
 @click.argument("dst_url", metavar="DST_URL")
-def copy(src_url: str, dst_url: str) -> None:
+@JSON_OPTION
+def copy(src_url: str, dst_url: str, as_json: bool) -> None:
     """Copy the store SRC_URL into the new, empty store DST_URL: files, retained
     revisions with their authors and times, renames, deletions, the change log and
     checkpoints. A progress bar shows on a terminal."""
@@ -50,8 +52,12 @@ def copy(src_url: str, dst_url: str) -> None:
         raise click.ClickException(stores.message(exc, stores.FROM_OPTION)) from exc
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit({"store": shown_url(url), "changes": done, "files": usage.files, "bytes": usage.bytes})
+        return
     click.echo(
-        f"Copied {done} changes, {usage.files} files ({usage.bytes} bytes) into {shown_url(url)}"
+        f"Copied {count(done, 'change')}, {count(usage.files, 'file')}"
+        f" ({count(usage.bytes, 'byte')}) into {shown_url(url)}"
     )
 
 

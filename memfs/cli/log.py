@@ -7,14 +7,23 @@ is in; points in time are written as :mod:`memfs.history.when` reads them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
 
-from memfs.cli.common import ACTOR_OPTION, NUMBER, local_time, reading, store_option
+from memfs.cli.common import (
+    ACTOR_OPTION,
+    JSON_OPTION,
+    NUMBER,
+    emit,
+    local_time,
+    reading,
+    store_option,
+)
 from memfs.history.steps import Step
 from memfs.history.when import BadWhen, resolve_point, resolve_time
+from memfs.program import command
 from memfs.store.base import Store
 
 # "every operation" for the log's queries (the store pages through them itself).
@@ -97,6 +106,13 @@ def log(
             )  # fmt: skip
         unique = {op.id: op for op in shown}
         ordered = sorted(unique.values(), key=lambda op: op.id, reverse=True)[:limit]
+        if not ordered and path is not None and not _ever_touched(store, paths):
+            # Nothing at all, not just nothing in the window asked for: a mistyped path
+            # must not read as a file nobody changed.
+            raise click.ClickException(
+                f"no operation in this store ever touched '{rel or '/'}'; check the path"
+                f" (`{command('log')}` lists them all)"
+            )
         for op in ordered:
             steps = operation_steps(store, op.id) if files or as_json else []
             if as_json:
@@ -110,6 +126,42 @@ def log(
             click.echo(f"{op.id}  {local_time(op.start_ns)}  {op.actor}  {what}{detail}")
             for step in steps:
                 click.echo(_step_line(step))
+
+
+def _ever_touched(store: Store, paths: list[str]) -> bool:
+    from memfs.history.operations import operations
+
+    return any(operations(store, path=where, limit=1) for where in paths)
+
+
+def _diff_json(lines: Iterable[str]) -> Iterator[dict[str, object]]:
+    """One object per file of a unified diff: its path (``b/`` side; the ``a/`` side for
+    a deletion), and the file's diff text."""
+    path: str | None = None
+    chunk: list[str] = []
+    pending: str | None = None  # a "--- " line waiting to see whether "+++ " follows
+    for line in lines:
+        if pending is not None:
+            if line.startswith("+++ "):
+                if chunk:
+                    yield {"path": path, "diff": "".join(chunk)}
+                new = line[4:].rstrip("\n")
+                old = pending[4:].rstrip("\n")
+                side = new if new != "/dev/null" else old
+                path = side[2:] if side.startswith(("a/", "b/")) else side
+                chunk = [pending, line]
+                pending = None
+                continue
+            chunk.append(pending)
+            pending = None
+        if line.startswith("--- "):
+            pending = line
+        else:
+            chunk.append(line)
+    if pending is not None:
+        chunk.append(pending)
+    if chunk:
+        yield {"path": path, "diff": "".join(chunk)}
 
 
 _STYLES = {"+": "green", "-": "red", "@": "cyan"}
@@ -128,35 +180,57 @@ def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
 
 @click.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@click.argument("revs", nargs=-1, type=NUMBER, metavar="[REV [REV]]")
+# Revisions are --rev, as in restore, redact and history; two positional REVs after
+# PATH (the old form) still work, unshown.
+@click.argument("positional_revs", nargs=-1, type=NUMBER, metavar="")
+@click.option(
+    "--rev",
+    "revs",
+    multiple=True,
+    type=NUMBER,
+    metavar="REV",
+    help="A revision to compare; twice: from the first to the second.",
+)
 @click.option("--since", "when", metavar="WHEN", help="The whole tree (or PATH) since WHEN.")
 @click.option("--color/--no-color", default=None, help="Colour (default: on a terminal).")
+@JSON_OPTION
 @STORE_OPTION
 def diff(
     path: str | None,
+    positional_revs: tuple[int, ...],
     revs: tuple[int, ...],
     when: str | None,
     color: bool | None,
+    as_json: bool,
     store_url: str | None,
 ) -> None:
     """A unified diff of PATH between two revisions (default: its previous revision
     against its current content), or with --since of the tree or PATH since a
     revision, a time, a duration or a checkpoint.
+
+    With one --rev REV, that revision against the current content; with two, from the
+    first to the second.
     """
     from memfs.history.diff import file_diff, tree_diff
 
+    revs = positional_revs + revs
     if len(revs) > 2:
-        raise click.UsageError("give at most two revisions: memfs diff PATH [REV [REV]]")
+        raise click.UsageError("give at most two revisions: memfs diff PATH --rev A --rev B")
     if when is None and path is None:
         raise click.UsageError("give a PATH, or --since WHEN for the changes of the tree")
     if when is not None and revs:
         raise click.UsageError("give revisions or --since, not both")
     with reading(path, store_url) as (store, rel, _):
         if when is not None:
-            _echo_diff(tree_diff(store, point(store, when), rel), color)
-            return
-        old, new = (*revs, None, None)[:2]
-        _echo_diff(file_diff(store, rel, old, new), color)
+            lines: Iterable[str] = tree_diff(store, point(store, when), rel)
+        else:
+            old, new = (*revs, None, None)[:2]
+            lines = file_diff(store, rel, old, new)
+        if as_json:
+            for record in _diff_json(lines):
+                emit(record)
+        else:
+            _echo_diff(lines, color)
 
 
 COMMANDS = [log, diff]

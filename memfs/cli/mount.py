@@ -9,7 +9,7 @@ import click
 
 from memfs import host
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import JSON_OPTION, emit, store_option
 from memfs.errors import MemfsError
 from memfs.mount import daemon, state
 from memfs.mount.options import MountOptions
@@ -36,6 +36,19 @@ def _mounted_message(record: MountRecord) -> str:
         f'Open it in an editor, grep it, or run: {command("agent", "--root", mp)} "..."\n'
         f"Stop with: {command('umount', mp)}"
     )
+
+
+def _record_json(record: MountRecord) -> dict[str, object]:
+    return {
+        "mountpoint": record.mountpoint,
+        "store": shown_url(record.store_url),
+        "pid": record.pid,
+    }
+
+
+def _ready_here(record: MountRecord, fresh: Path | None) -> None:
+    stores.announce_new_store(fresh)
+    click.echo(_mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:"))
 
 
 @click.command()
@@ -68,6 +81,12 @@ def _mounted_message(record: MountRecord) -> str:
     help="Mount only this directory of the store (made if missing) as the mount's root; "
     "nothing outside it is reachable through the mount.",
 )
+@click.option(
+    "--exist-ok",
+    is_flag=True,
+    help="Succeed, saying so, when memfs already serves MOUNTPOINT (make run uses it).",
+)
+@JSON_OPTION
 def mount(
     mountpoint: Path | None,
     store_url: str | None,
@@ -77,6 +96,8 @@ def mount(
     allow_other: bool,
     expire_unused_for: str | None,
     subtree: str | None,
+    exist_ok: bool,
+    as_json: bool,
 ) -> None:
     """Mount a memory store at MOUNTPOINT (created if missing).
 
@@ -105,6 +126,18 @@ def mount(
         if allow_other:
             host.check_allow_other()
         target = mountpoint if mountpoint is not None else state.default_mountpoint()
+        serving = state.lookup(target) if exist_ok else None
+        if serving is not None and Path(serving.mountpoint) == state.normalize(target):
+            if as_json:
+                emit({**_record_json(serving), "already_mounted": True})
+                return
+            click.echo(
+                f"{serving.mountpoint} is already mounted by memfs: "
+                f"{shown_url(serving.store_url)} (pid {serving.pid}).\n"
+                f"Stop with: {command('umount', serving.mountpoint)}"
+            )
+            return
+        fresh = stores.new_store_file(store_url)
         if foreground:
             daemon.start(
                 target,
@@ -113,9 +146,7 @@ def mount(
                 debug=debug,
                 options=options,
                 on_note=_note,
-                on_ready=lambda record: click.echo(
-                    _mounted_message(record).replace("Stop with:", "Stop with Ctrl-C or:")
-                ),
+                on_ready=lambda record: _ready_here(record, fresh),
                 subtree=subtree,
             )
             click.echo(f"Unmounted {state.normalize(target)}.")
@@ -125,6 +156,11 @@ def mount(
         )
     except MemfsError as exc:
         raise _fail(exc, choice.elsewhere) from exc
+    if as_json:
+        created = str(fresh) if fresh is not None and fresh.exists() else None
+        emit({**_record_json(record), "already_mounted": False, "created_store": created})
+        return
+    stores.announce_new_store(fresh)
     click.echo(_mounted_message(record))
 
 

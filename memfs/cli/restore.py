@@ -15,6 +15,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import ACTOR_OPTION, NUMBER, local_time, target
+from memfs.cli.common import count as count_of
 from memfs.cli.log import STORE_OPTION, point
 from memfs.cli.stores import StoreChoice
 from memfs.history.author import act_for, author_for
@@ -117,12 +118,12 @@ def restore(
             click.echo(f"cannot restore  {item}  (a symlink: its target is not in history)")
         where = rel or "the tree"
         if dry_run:
-            click.echo(f"{plan.changes} changes would return {where} to {to}")
+            click.echo(f"{count_of(plan.changes, 'change')} would return {where} to {to}")
         elif plan.changes == 0:
             click.echo(f"{where} is already as it was at {to}")
         else:
             click.echo(
-                f"returned {where} to {to} with {plan.changes} changes;"
+                f"returned {where} to {to} with {count_of(plan.changes, 'change')};"
                 f" {_undo_hint(choice, act.id)}"
             )
 
@@ -209,7 +210,7 @@ def undo(
     if as_json:
         return
     if dry_run:
-        click.echo(f"would undo operation {names}: {len(result.steps)} changes")
+        click.echo(f"would undo operation {names}: {count_of(len(result.steps), 'change')}")
         for step in result.steps:
             where = step.path if step.old_path is None else f"{step.old_path} -> {step.path}"
             click.echo(f"  {step.action}  {where}")

@@ -67,18 +67,13 @@ def _shown(hit: SearchHit, mount_base: Path | None, rel_base: str) -> str:
     return str(mount_base / inside) if inside else str(mount_base)
 
 
-def _hits_json(hits: list[SearchHit], shown: list[str]) -> str:
+def _hit_json(hit: SearchHit, where: str) -> str:
     return json.dumps(
         {
-            "hits": [
-                {
-                    "path": hit.path,
-                    "file": where,
-                    "score": hit.score,
-                    "lines": [{"line": n, "text": text} for n, text in hit.lines],
-                }
-                for hit, where in zip(hits, shown, strict=True)
-            ]
+            "path": hit.path,
+            "file": where,
+            "score": hit.score,
+            "lines": [{"line": n, "text": text} for n, text in hit.lines],
         },
         ensure_ascii=False,
     )
@@ -95,7 +90,7 @@ def _hits_json(hits: list[SearchHit], shown: list[str]) -> str:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N files."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the hits.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file found.")
 @store_option()
 def search(
     query: str, path: str | None, regex: bool, limit: int, as_json: bool, store_url: str | None
@@ -129,7 +124,8 @@ def search(
             raise click.ClickException(str(exc)) from exc
     shown = [_shown(hit, mount_base, rel) for hit in hits]
     if as_json:
-        click.echo(_hits_json(hits, shown))
+        for hit, where in zip(hits, shown, strict=True):
+            click.echo(_hit_json(hit, where))
     else:
         for hit, where in zip(hits, shown, strict=True):
             for number, text in hit.lines:

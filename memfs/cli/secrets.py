@@ -151,16 +151,26 @@ def format_row(row: Row) -> str:
     return f"{row.path}  {where}  line {row.line}  {row.kind}  {row.preview}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' if n != 1 else ''}"
+
+
 def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
     from memfs.program import command
 
-    scanned = f"{tally.files} file{'s' if tally.files != 1 else ''}"
+    scanned = _count(tally.files, "file")
     if with_history:
-        scanned += f" and {tally.old_revisions} old revision"
-        scanned += "s" if tally.old_revisions != 1 else ""
+        scanned += " and " + _count(tally.old_revisions, "old revision")
     if not rows:
         return f"No credentials found in {scanned}."
-    lines = [f"{len(rows)} likely credential{'s' if len(rows) != 1 else ''} in {scanned}."]
+    # Where the findings are, each against how many were scanned: "in 5177 files" read as
+    # if the findings were spread over all of them.
+    holding = _count(len({r.path for r in rows if r.current}), "file")
+    where = f"{holding} (of {tally.files:,} scanned)"
+    if with_history:
+        old = _count(len({(r.path, r.rev) for r in rows if not r.current}), "old revision")
+        where += f" and {old} (of {tally.old_revisions:,} scanned)"
+    lines = [f"{_count(len(rows), 'likely credential')} in {where}."]
     if any(r.current for r in rows):
         lines.append("Edit a file to take a secret out of its current content.")
     if with_history:
@@ -181,8 +191,16 @@ def _summary(rows: list[Row], tally: Tally, with_history: bool) -> str:
     "--history", "with_history", is_flag=True, help="Also scan old revisions and deleted files."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per finding.")
-def secrets(path: str | None, store_url: str | None, with_history: bool, as_json: bool) -> None:
+@click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when credentials are found (report only)."
+)
+def secrets(
+    path: str | None, store_url: str | None, with_history: bool, as_json: bool, exit_zero: bool
+) -> None:
     """List likely credentials stored in the memory tree, masked.
+
+    Exit status 1 when any is found (as a check in a script or CI would want), 0 when
+    none is or with --exit-zero.
 
     Each finding: path, revision, line, kind, and the line with the secret masked.
     PATH is a file or directory in a memfs mount, a model path such as
@@ -211,6 +229,8 @@ def secrets(path: str | None, store_url: str | None, with_history: bool, as_json
             click.echo(json.dumps(asdict(row), ensure_ascii=False) if as_json else format_row(row))
     if not as_json:
         click.echo(_summary(rows, tally, with_history))
+    if rows and not exit_zero:
+        raise click.exceptions.Exit(1)
 
 
 COMMANDS: list[click.Command] = [secrets]

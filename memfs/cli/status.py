@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memfs.cli.common import count as count_of
 from memfs.cli.common import size_text, store_option, table
 from memfs.errors import MemfsError
 from memfs.program import command
@@ -45,7 +46,11 @@ def caps_line(
     max_file_bytes: int | None,
 ) -> str:
     """Use against each cap: ``3 of 100 files, 1.2 KiB of 1.0 MiB, at most 64.0 MiB a file``."""
-    count = f"{files} of {max_files} files" if max_files is not None else f"{files} files (no cap)"
+    count = (
+        f"{files} of {count_of(max_files, 'file')}"
+        if max_files is not None
+        else f"{count_of(files, 'file')} (no cap)"
+    )
     total = (
         f"{size_text(size)} of {size_text(max_tree_bytes)}"
         if max_tree_bytes is not None
@@ -275,7 +280,8 @@ def _one_store(url: str, as_json: bool = False) -> None:
         click.echo(json.dumps(record, ensure_ascii=False))
         return
     line = caps_line(usage.files, usage.bytes, *caps)
-    click.echo(f"{shown_url(choice.url)}: {usage.dirs} directories; caps: {line}")
+    dirs = count_of(usage.dirs, "directory", "directories")
+    click.echo(f"{shown_url(choice.url)}: {dirs}; caps: {line}")
 
 
 @click.command()

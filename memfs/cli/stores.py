@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
+
+import click
 
 from memfs.errors import MemfsError, StoreUnavailable
 from memfs.store import STORE_ENV, default_url
@@ -53,3 +56,21 @@ def require_existing_store(choice: StoreChoice) -> None:
     file = path_from_url(url.partition("?")[0] if "://" in url else url)
     if not file.exists():
         raise MemfsError(f"no store at {file}; {choice.elsewhere}")
+
+
+def new_store_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names when there is none there yet (opening it for
+    writing will create it), else None; a server's store creates no file."""
+    from memfs.store.sqlite_options import path_from_url
+
+    if "://" in url and not url.lower().startswith("sqlite://"):
+        return None
+    file = path_from_url(url.partition("?")[0] if "://" in url else url)
+    return None if file.exists() else file
+
+
+def announce_new_store(file: Path | None) -> None:
+    """Say that a store was created: a mistyped path makes a new, empty store, which
+    must not pass for the one the person meant."""
+    if file is not None and file.exists():
+        click.echo(f"Created a new store at {file}.", err=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import JSON_OPTION, emit, store_option
 from memfs.errors import MemfsError
 from memfs.store import shown_url
 
@@ -31,8 +31,14 @@ if TYPE_CHECKING:
     help="Sync-state file (default: in the user state directory, per DIR and store).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every file synced.")
+@JSON_OPTION
 def sync(
-    directory: Path, store_url: str | None, once: bool, state_path: Path | None, verbose: bool
+    directory: Path,
+    store_url: str | None,
+    once: bool,
+    state_path: Path | None,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Keep DIR and a memory store in two-way sync until Ctrl-C.
 
@@ -52,8 +58,13 @@ def sync(
     url = choice.url
     handler = _log_to_stderr(verbose, quiet_warnings=once and not verbose)
     try:
-        # The store first: a bad one must fail before DIR is created for it.
+        # The store first: a bad one must fail before DIR is created for it. But a DIR
+        # that can never be synced (a file) must not leave a new, empty store behind.
+        if directory.exists() and not directory.is_dir():
+            raise click.ClickException(f"cannot sync {directory}: it is not a directory")
+        fresh = stores.new_store_file(url)
         with open_store(url) as store:
+            stores.announce_new_store(fresh)
             _create_missing(directory)
             mirror = Mirror(directory, store, state_path=state_path)
             if once:
@@ -64,7 +75,10 @@ def sync(
                 finally:
                     logging.getLogger("memfs.sync").removeHandler(problems)
                 problems.check(mirror.root)
-                click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
+                if as_json:
+                    emit({"dir": str(mirror.root), "store": shown_url(url), "synced": True})
+                else:
+                    click.echo(f"Synced {mirror.root} with {shown_url(url)}.")
                 return
             _stop_on_signals(mirror)
             click.echo(f"Syncing {mirror.root} with {shown_url(url)} (Ctrl-C to stop).", err=True)

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
-from memfs.cli.common import store_option
+from memfs.cli.common import Renamed, store_option
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.secrets import DEFAULT_POLICY, POLICIES
@@ -53,6 +53,12 @@ secrets_option = click.option(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _RefusedValue(click.ClickException):
+    """One line, with a usage error's status: the value is wrong, not the command."""
+
+    exit_code = 2
+
+
 def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from memfs.actors import check_actor
     from memfs.errors import ActorError
@@ -60,13 +66,21 @@ def _checked_actor(ctx: click.Context, param: click.Parameter, value: str) -> st
     try:
         return check_actor(value)
     except ActorError as err:
-        raise click.BadParameter(str(err)) from None
+        raise _RefusedValue(f"--as: {err}") from None
 
 
 def actor_option(default: str) -> Callable[[F], F]:
-    """``--actor NAME``: who the door's changes are by, in the store's history."""
+    """``--as NAME``: who the door's changes are by, in the store's history (into
+    ``actor``; ``--actor`` is still accepted)."""
     return click.option(
+        "--as",
         "--actor",
+        "actor",
+        # --actor was the acting identity here and a filter in log and undo; --as is the
+        # one name for who acts, everywhere it is set.
+        cls=Renamed,
+        old=("--actor",),
+        metavar="NAME",
         default=default,
         show_default=True,
         callback=_checked_actor,
@@ -119,6 +133,22 @@ def _line(content: object, is_error: bool) -> str:
     return text
 
 
+def _mirror_of(root: Path) -> Any:
+    """The running mirror (``memfs sync``) whose directory holds ``root``, if any."""
+    from memfs.sync import running
+
+    try:
+        here = root.resolve()
+        live, _stale = running.scan()
+    except (OSError, MemfsError):
+        return None
+    for record in live:
+        top = Path(record.dir)
+        if here == top or top in here.parents:
+            return record
+    return None
+
+
 def _open_handler(
     root: Path,
     overwrite: bool,
@@ -135,12 +165,23 @@ def _open_handler(
     if store_url is not None and state.lookup(root) is None:
         # The handler works on ROOT's files: a store that does not show them would be
         # checked for caps and told of views while the files it holds go untouched.
-        again = command("mount", str(root), "--store", shown_url(store_url))
-        click.echo(
-            f"memfs tool: not using --store: {root} is a plain directory, not a memfs mount"
-            f" of that store; mount it there first ({again}) to work on the store",
-            err=True,
-        )
+        mirror = _mirror_of(root)
+        if mirror is not None:
+            # A running mirror carries ROOT's changes to its store already; telling the
+            # person to mount there would be wrong advice (the directory is not empty).
+            click.echo(
+                f"memfs tool: not using --store: {root} is kept in sync with"
+                f" {shown_url(mirror.store_url)} by memfs sync (pid {mirror.pid}), which"
+                " carries every change there; work on the files without --store",
+                err=True,
+            )
+        else:
+            again = command("mount", str(root), "--store", shown_url(store_url))
+            click.echo(
+                f"memfs tool: not using --store: {root} is a plain directory, not a memfs"
+                f" mount of that store; mount it there first ({again}) to work on the store",
+                err=True,
+            )
         store_url = None
     try:
         backing = store_behind(root, store_url)

@@ -8,6 +8,7 @@ errors into one line (an import refused lists each entry it refused first).
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import opened, resolve, store_option
+from memfs.cli.common import JSON_OPTION, emit, opened, resolve, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 from memfs.store import shown_url
@@ -81,8 +82,14 @@ def _count(n: int, one: str, many: str) -> str:
 )
 @click.option("--history", is_flag=True, help="Carry every retained revision too.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@JSON_OPTION
 def export_cmd(
-    dest: Path, store_url: str | None, prefix: str | None, history: bool, quiet: bool
+    dest: Path,
+    store_url: str | None,
+    prefix: str | None,
+    history: bool,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Write the memory tree to DEST: a directory (new or empty), or a .tar, .tar.gz,
     .tgz or .zip file. Names, bytes, modes and mtimes are kept; with --history the
@@ -100,6 +107,9 @@ def export_cmd(
             # What the export refuses (a destination in the way, no such PREFIX) says
             # where already.
             raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit({"dest": str(dest), **asdict(result)})
+        return
     carried = " and its history" if result.history else ""
     click.echo(
         f"exported {_count(result.files, 'file', 'files')}, "
@@ -129,6 +139,7 @@ def export_cmd(
 @click.option("--overwrite", is_flag=True, help="Replace files that differ (a new revision each).")
 @click.option("--history", is_flag=True, help="Copy the carried revisions into an empty store.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@JSON_OPTION
 def import_cmd(
     src: Path,
     store_url: str | None,
@@ -136,6 +147,7 @@ def import_cmd(
     overwrite: bool,
     history: bool,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Read SRC into the store: an export (directory, .tar, .tar.gz, .tgz, .zip), any
     such tree, or the folder of the SDK's BetaLocalFilesystemMemoryTool (its base path or
@@ -175,6 +187,9 @@ def import_cmd(
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
     where = shown_url(choice.url) + (f" under {rel}" if rel else "")
+    if as_json:
+        emit({"src": str(src), "store": shown_url(choice.url), "prefix": rel, **asdict(result)})
+        return
     if history:
         click.echo(
             f"imported {_count(result.revisions, 'change', 'changes')} of history: "

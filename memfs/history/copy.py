@@ -193,6 +193,9 @@ def _settle(src: Store, dst: Store) -> None:
             entry.gid,
             entry.mtime_ns,
         ):
+            # The source's attributes put back, not a change of anyone's: recorded, they
+            # made up an operation ("changed the mode of 5,164 entries") that a plain
+            # `memfs undo` would then take back.
             dst.set_attrs(
                 path,
                 author="memfs copy",
@@ -200,4 +203,5 @@ def _settle(src: Store, dst: Store) -> None:
                 uid=entry.uid,
                 gid=entry.gid,
                 mtime_ns=entry.mtime_ns,
+                record=False,
             )

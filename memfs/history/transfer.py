@@ -582,7 +582,8 @@ def _import_history(
     if store.last_seq() != 0:
         raise TransferError(
             f"--history imports into an empty store only; {store.url} already has"
-            f" {store.last_seq()} changes (use a new store, or import without --history)"
+            f" {store.last_seq()} change{'s' if store.last_seq() != 1 else ''} (use a new store,"
+            " or import without --history)"
         )
     with tempfile.TemporaryDirectory(prefix="memfs-import-") as tmp:
         db = _history_file(src, fmt, Path(tmp), limits)

@@ -283,7 +283,8 @@ def _preflight(mountpoint: str) -> None:
     if entries:
         # libfuse 3 would mount over it and hide the files; refuse instead.
         raise MountError(
-            f"mountpoint {mountpoint} is not empty ({len(entries)} entries): use an empty directory"
+            f"mountpoint {mountpoint} is not empty ({len(entries)} "
+            f"{'entry' if len(entries) == 1 else 'entries'}): use an empty directory"
         )
 
 

@@ -313,7 +313,14 @@ class NamespaceOps:
                 self._commit(p)
 
             def change() -> Entry:
-                return self.store.set_attrs(p, author=author, **attrs)
+                return self.store.set_attrs(
+                    p,
+                    author=author,
+                    mode=attrs.get("mode"),
+                    uid=attrs.get("uid"),
+                    gid=attrs.get("gid"),
+                    mtime_ns=attrs.get("mtime_ns"),
+                )
 
             self._mutate(who, change, (p,), same_names=(p,))
 

@@ -432,8 +432,13 @@ class Store(abc.ABC):
         uid: int | None = None,
         gid: int | None = None,
         mtime_ns: int | None = None,
+        record: bool = True,
     ) -> Entry:
-        """Change metadata without a new content revision (records an ``attr`` change)."""
+        """Change metadata without a new content revision (records an ``attr`` change).
+
+        ``record=False`` puts back attributes a tree already had (a copy of a store
+        reproducing its source): nobody changed anything, so no change is recorded and
+        no operation appears in the log for ``memfs undo`` to take back."""
 
     @abc.abstractmethod
     def truncate(self, path: str, size: int, *, author: str) -> Entry:

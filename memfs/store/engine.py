@@ -1140,6 +1140,7 @@ class SqlStore(Store):
         uid: int | None = None,
         gid: int | None = None,
         mtime_ns: int | None = None,
+        record: bool = True,
     ) -> Entry:
         rel = parse_rel(path).rel
         now = self._now()
@@ -1153,10 +1154,12 @@ class SqlStore(Store):
                 self.q.set_attrs,
                 {"mode": bits, "uid": uid, "gid": gid, "mtime": mtime_ns, "now": now, "p": rel},
             )
-            prior = prior_of(old.kind, row[10], old.size, old.mode, row[9])
-            self.record(
-                tx, "attr", rel, author, now, mode=old.mode if bits is None else bits, prior=prior
-            )
+            if record:
+                prior = prior_of(old.kind, row[10], old.size, old.mode, row[9])
+                self.record(
+                    tx, "attr", rel, author, now, mode=old.mode if bits is None else bits,
+                    prior=prior,
+                )  # fmt: skip
             made = Entry(
                 old.path,
                 old.kind,

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from memfs.actors import by_history_command
 from memfs.errors import AlreadyExists, Conflict, NotFound
 from memfs.store.base import Entry, Store
 from memfs.store.merge import is_text
@@ -52,10 +53,6 @@ from memfs.store.merge import merge3 as merge3  # re-exported: the one merge of 
 # Each failed compare-and-set means another writer committed: progress for them. Past
 # this many in a row the change is kept as a conflict copy rather than retried forever.
 MAX_TRIES = 100
-
-# Authors of the history commands whose changes an older pending write must not revert
-# (memfs.history.author writes them as "memfs <command> (user NAME)").
-_PROTECTED = re.compile(r"^memfs (restore|undo|import) ")
 
 Outcome = Literal["written", "rebased", "merged", "replaced", "conflict", "displaced", "recreated"]
 
@@ -285,7 +282,7 @@ def _protected_since(store: Store, path: str, base_rev: int) -> bool:
         revisions = store.history(path)
     except NotFound:
         return False
-    return any(r.rev > base_rev and _PROTECTED.match(r.author) for r in revisions)
+    return any(r.rev > base_rev and by_history_command(r.author) for r in revisions)
 
 
 def _author_of(store: Store, path: str, rev: int) -> str:

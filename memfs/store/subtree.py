@@ -247,9 +247,16 @@ class SubtreeStore(Store):
         uid: int | None = None,
         gid: int | None = None,
         mtime_ns: int | None = None,
+        record: bool = True,
     ) -> Entry:
         entry = self.base.set_attrs(
-            self.full(path), author=author, mode=mode, uid=uid, gid=gid, mtime_ns=mtime_ns
+            self.full(path),
+            author=author,
+            mode=mode,
+            uid=uid,
+            gid=gid,
+            mtime_ns=mtime_ns,
+            record=record,
         )
         return self._entry(entry)
 

@@ -60,7 +60,11 @@ def sha256(data: bytes) -> str:
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     # "js-default": CommonMark plus tables and strikethrough, with html off.
-    return MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
+    # breaks: a note written a line per entry keeps its lines (a soft break is <br>), as
+    # people read it in an editor, rather than running together as one paragraph.
+    return MarkdownIt(
+        "js-default", {"html": False, "linkify": False, "typographer": False, "breaks": True}
+    )
 
 
 def markdown(text: str) -> str:

@@ -1,5 +1,6 @@
-"""The README's store table says what the URL options do, in the words of
-:mod:`memfs.store.sqlite_options`, and the store does what both say."""
+"""The store table of the documentation (docs/stores.md, moved there from the README)
+says what the URL options do, in the words of :mod:`memfs.store.sqlite_options`, and the
+store does what both say."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 from memfs.store import open_store, sqlite_options
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+STORES = Path(__file__).resolve().parent.parent / "docs" / "stores.md"
 
 
 def _history_row() -> str:
-    rows = [line for line in README.read_text(encoding="utf-8").splitlines() if "?history=" in line]
+    rows = [line for line in STORES.read_text(encoding="utf-8").splitlines() if "?history=" in line]
     assert len(rows) == 1, rows
     return rows[0].split("|")[2].strip()
 
@@ -24,7 +25,7 @@ def _documented_history() -> str:
     return " ".join(match.group(1).split())
 
 
-def test_the_readme_says_what_history_counts() -> None:
+def test_the_store_table_says_what_history_counts() -> None:
     assert _documented_history() == "previous revisions kept per file besides the current one"
     assert _history_row().startswith(_documented_history() + ",")
 

@@ -1,4 +1,5 @@
-"""The README's tool-runner example runs as printed, against the scripted model, with
+"""The tool-runner example of the documentation (docs/memory-tool.md, moved there from
+the README) runs as printed, against the scripted model, with
 the SDK configured only from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)."""
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ from tests.fixtures.model_server import ModelServer, memory, reply, text
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "<!-- example: tool-runner -->"
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "memory-tool.md"
 
 
 def example_code() -> tuple[Path, str]:
-    """The first ```python block after the marker line in the README."""
-    lines = [line.strip() for line in README.read_text(encoding="utf-8").splitlines()]
-    assert MARKER in lines, f"README.md has no {MARKER} line before the example"
+    """The first ```python block after the marker line on the page."""
+    lines = [line.strip() for line in PAGE.read_text(encoding="utf-8").splitlines()]
+    assert MARKER in lines, f"{PAGE.name} has no {MARKER} line before the example"
     rest = lines[lines.index(MARKER) + 1 :]
-    raw = README.read_text(encoding="utf-8").splitlines()[lines.index(MARKER) + 1 :]
+    raw = PAGE.read_text(encoding="utf-8").splitlines()[lines.index(MARKER) + 1 :]
     opening = rest.index("```python")
     closing = next(i for i, line in enumerate(rest) if i > opening and line == "```")
-    return README, "\n".join(raw[opening + 1 : closing]) + "\n"
+    return PAGE, "\n".join(raw[opening + 1 : closing]) + "\n"
 
 
 def test_example_is_short() -> None:
