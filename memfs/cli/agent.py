@@ -90,6 +90,18 @@ class _Renderer:
                 )
 
 
+def _project(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A bad project name is a usage error (exit 2), said before anything runs."""
+    if value is None:
+        return None
+    from memfs.agent.sessions import check_project
+
+    try:
+        return check_project(value)
+    except MemfsError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _check_progress(sessions: ProjectSessions, started: SessionStart) -> None:
     """Warn (one line, the exit status unchanged) when the session left the progress
     log as it found it: the next session would start from an old state."""
@@ -173,6 +185,7 @@ def _read_prompts(first: str | None, interactive: bool, stdin: TextIO) -> Iterat
     "--sessions",
     "project",
     metavar="NAME",
+    callback=_project,
     help="One session of long work on project NAME: its progress log, feature checklist"
     " and start-up notes in /memories/sessions/NAME/ (see docs/sessions.md).",
 )
