@@ -49,8 +49,12 @@ def db(tmp_path: Path) -> Path:
             " (0 to 9223372036854775807)",
         ),
         (["undo", HUGE, "--dry-run"], f"Error: Invalid value for '[ID]': {HUGE} {RANGE}"),
-        (["history", "a.md", "--show", HUGE], f"Error: Invalid value for '--show': {HUGE} {RANGE}"),
-        (["diff", "a.md", "1", HUGE], f"Error: Invalid value for '[REV [REV]]': {HUGE} {RANGE}"),
+        (["history", "a.md", "--show", HUGE], f"Error: Invalid value for '--rev': {HUGE} {RANGE}"),
+        (["diff", "a.md", "1", HUGE], f"Error: Invalid value for 'REV': {HUGE} {RANGE}"),
+        (
+            ["diff", "a.md", "--rev", "1", "--rev", HUGE],
+            f"Error: Invalid value for '--rev': {HUGE} {RANGE}",
+        ),
     ],
 )
 def test_out_of_range_is_one_line_and_exit_2(db: Path, args: list[str], error: str) -> None:

@@ -96,7 +96,7 @@ def test_mount_status_umount_through_the_installed_cli(tmp_path: Path, cli: Cli)
         f'Open it in an editor, grep it, or run: {MEMFS} agent --root {mp} "..."',
         f"Stop with: {MEMFS} umount {mp}",
     ]
-    assert done.stderr == ""
+    assert done.stderr == f"Created a new store at {tmp_path / 's.db'}.\n"
     entry = host.mount_entry(mp)
     assert entry is not None and entry.is_memfs
     (mp / "note.md").write_text("hello\n")

@@ -40,6 +40,18 @@ class Renamed(click.Option):
             names = names.replace(f", {name}", "")
         return names, record[1]
 
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        # An error names the option by its one shown name, not its old ones.
+        return " / ".join(f"'{name}'" for name in self.opts if name not in self.old)
+
+
+class OldRevs(click.Argument):
+    """Positional revisions (the old form, after PATH): unshown in the usage line, and
+    named REV when a value is refused."""
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        return "'REV'"
+
 
 # --json, one convention for every command that reports (docs/cli.md has the shapes):
 # JSON lines, one object per line: one per item for a list (revisions, operations,

@@ -16,6 +16,7 @@ from memfs.cli.common import (
     ACTOR_OPTION,
     JSON_OPTION,
     NUMBER,
+    OldRevs,
     emit,
     local_time,
     reading,
@@ -182,7 +183,7 @@ def _echo_diff(lines: Iterable[str], color: bool | None) -> None:
 @click.argument("path", required=False, metavar="[PATH]")
 # Revisions are --rev, as in restore, redact and history; two positional REVs after
 # PATH (the old form) still work, unshown.
-@click.argument("positional_revs", nargs=-1, type=NUMBER, metavar="")
+@click.argument("positional_revs", nargs=-1, type=NUMBER, metavar="", cls=OldRevs)
 @click.option(
     "--rev",
     "revs",
