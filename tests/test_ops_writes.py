@@ -232,8 +232,23 @@ def test_a_change_seen_on_the_feed_rebases_pending_writes_at_once(
     wait_for(lambda: "/log.md" in k.told, 5, what="the kernel told to forget log.md")
 
 
-def test_a_whole_rewrite_merges_with_a_line_added_since_its_base(
-    kernel: MakeKernel, programs: Program, backend: str | None
+@pytest.mark.parametrize(
+    ("theirs", "result", "copied"),
+    [
+        # A line added since the base: merged with the rewrite.
+        (b"old plan\ntheir line\n", b"new plan\ntheir line\n", False),
+        # The rewritten line changed since the base: the rewrite lands, theirs is a copy.
+        (b"their plan\n", b"new plan\n", True),
+    ],
+    ids=["merged", "copy"],
+)
+def test_a_whole_rewrite_lands_on_what_changed_since_its_base(
+    kernel: MakeKernel,
+    programs: Program,
+    backend: str | None,
+    theirs: bytes,
+    result: bytes,
+    copied: bool,
 ) -> None:
     k = kernel(backend, start=False)
     other = k.other()
@@ -241,29 +256,17 @@ def test_a_whole_rewrite_merges_with_a_line_added_since_its_base(
     k.pid = programs("vim")
     k.ops.truncate("/plan.md", 0, None)
     k.ops.write("/plan.md", b"new plan\n", 0, 0, os.O_WRONLY)
-    other.write("plan.md", b"old plan\ntheir line\n", author="other mount", expected_rev=first.rev)
+    replaced = other.write("plan.md", theirs, author="ann (ed)", expected_rev=first.rev)
     k.ops.fsync("/plan.md", 0, 0)
-    assert other.read("plan.md")[0] == b"new plan\ntheir line\n"
-    assert k.ops.writes.health.conflicts == ()
-
-
-def test_a_whole_rewrite_of_the_lines_another_changed_lands_and_keeps_theirs_as_a_copy(
-    kernel: MakeKernel, programs: Program, backend: str | None
-) -> None:
-    k = kernel(backend, start=False)
-    other = k.other()
-    first = other.write("plan.md", b"old plan\n", author="someone")
-    k.pid = programs("vim")
-    k.ops.truncate("/plan.md", 0, None)
-    k.ops.write("/plan.md", b"new plan\n", 0, 0, os.O_WRONLY)
-    theirs = other.write("plan.md", b"their plan\n", author="ann (ed)", expected_rev=first.rev)
-    k.ops.fsync("/plan.md", 0, 0)
-    assert other.read("plan.md")[0] == b"new plan\n"
+    assert other.read("plan.md")[0] == result
+    if not copied:
+        assert k.ops.writes.health.conflicts == ()
+        return
     (conflict,) = k.ops.writes.health.conflicts
     path, _, copy = conflict.partition(" -> ")
     assert path == "plan.md" and copy.startswith("plan.conflict-") and copy.endswith("-ann-ed.md")
-    assert other.read(copy)[0] == b"their plan\n"
-    assert other.read_revision("plan.md", theirs.rev) == b"their plan\n"
+    assert other.read(copy)[0] == theirs
+    assert other.read_revision("plan.md", replaced.rev) == theirs
 
 
 def test_edits_of_one_line_are_kept_as_a_conflict_copy_named_in_the_health(
