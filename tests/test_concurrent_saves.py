@@ -132,7 +132,12 @@ SAVER = textwrap.dedent(
     print("read", flush=True)
     sys.stdin.readline()  # the test says when to save
     time.sleep(float(think))
-    text = line + "\\n" + text if where == "top" else text + line + "\\n"
+    if where == "top":
+        text = line + "\\n" + text
+    elif where == "end":
+        text = text + line + "\\n"
+    else:  # where is a line to rewrite as line
+        text = text.replace(where + "\\n", line + "\\n")
     if how == "rename":
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -199,22 +204,10 @@ def test_a_line_both_rewrite_lands_the_last_save_and_keeps_the_other_as_a_copy(
     notes.write_text("alpha\nbeta\ngamma\n")
     os.sync()
     wait_for(lambda: (b.mountpoint / "n.md").exists(), 10, what="b sees n.md")
-    script = (
-        "import sys; p, new, think = sys.argv[1:4]; t = open(p).read(); "
-        "print('read', flush=True); sys.stdin.readline(); import time; "
-        "time.sleep(float(think)); open(p, 'w').write(t.replace('beta', new))"
-    )
-    procs = []
-    for m, new, think in ((a, "beta-from-a", "0.8"), (b, "beta-from-b", "0.1")):
-        p = subprocess.Popen(
-            [sys.executable, "-c", script, str(m.mountpoint / "n.md"), new, think],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert p.stdout is not None and p.stdout.readline() == "read\n"
-        procs.append(p)
+    procs = [
+        _saver(a.mountpoint / "n.md", 0.8, "beta", "beta-from-a", "whole"),
+        _saver(b.mountpoint / "n.md", 0.1, "beta", "beta-from-b", "whole"),
+    ]
     _both_save(procs[0], procs[1])
 
     def copies() -> list[Path]:

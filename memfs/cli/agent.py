@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from memfs.cli.common import store_option
-from memfs.cli.session import announce, progress_warning
+from memfs.cli.session import announce, default_root, progress_warning
 from memfs.cli.tool import actor_option, secrets_option
 from memfs.errors import MemfsError
 
@@ -30,18 +30,6 @@ if TYPE_CHECKING:
 
 EXIT_API = 1
 EXIT_MAX_ITERATIONS = 3
-
-
-def _default_root() -> Path:
-    from memfs.mount import state
-    from memfs.program import command
-
-    mountpoint = state.default_mountpoint()
-    if state.lookup(mountpoint) is None:
-        raise click.ClickException(
-            f"nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR"
-        )
-    return mountpoint
 
 
 class _Renderer:
@@ -245,7 +233,7 @@ def agent(
     client = anthropic.Anthropic()
     if not has_credentials(client):
         raise click.ClickException(MISSING_KEY)
-    root = root if root is not None else _default_root()
+    root = root if root is not None else default_root()
     system = system_file.read_text(encoding="utf-8") if system_file is not None else None
     sessions: tuple[ProjectSessions, SessionStart] | None = None
     if project is not None:

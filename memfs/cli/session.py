@@ -57,13 +57,14 @@ def progress_warning(progress: str, who: str) -> str:
 
 
 def default_root() -> Path:
-    """The `memfs mount` mountpoint, when something is mounted there."""
+    """The `memfs mount` mountpoint, when something is mounted there (else a set-up
+    error, exit 1, as for every door that needs a mount)."""
     from memfs.mount import state
     from memfs.program import command
 
     mountpoint = state.default_mountpoint()
     if state.lookup(mountpoint) is None:
-        raise click.UsageError(
+        raise click.ClickException(
             f"nothing is mounted at {mountpoint}; run `{command('mount')}` or pass --root DIR"
         )
     return mountpoint
