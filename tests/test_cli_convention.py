@@ -69,6 +69,9 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell runs a background job with SIGINT ignored, and Python then leaves it
+        # ignored: a suite started with `make test &` must not hand that on.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert tool.stdin is not None and tool.stdout is not None and tool.stderr is not None
     tool.stdin.write('{"command": "view", "path": "/memories"}\n')
