@@ -12,14 +12,16 @@ for the agent first and the person it works for second, ``claude-code (alice)``,
 anything else through the mount is ``alice (rm)``.
 
 memfs's own commands act as ``memfs COMMAND (user NAME)`` (:mod:`memfs.history.author`)
-and the rebase treats a change by a history command as one an older pending write must
-not revert. So that name is reserved: no door may take a name whose first word is
-``memfs``, and :func:`by_history_command` is the one place that decides.
+and record which command they are in the operation itself (``Act.command``, a field of
+the store's operation log no door sets). The rebase treats a change by a history
+command as one an older pending write must not revert, and asks that field
+(:func:`by_history_command`), never the name. The name is reserved all the same, so no
+door can pass for memfs in the log: no door may take a name whose first word is
+``memfs``.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -30,9 +32,9 @@ MAX_ACTOR_BYTES = 200
 # The first word of the actors memfs's own commands use; a door may not claim it.
 RESERVED_WORD = "memfs"
 
-# The history commands whose changes an older pending write must not revert, as
-# memfs.history.author.author_for names them: "memfs restore (user alice)".
-_HISTORY_COMMAND = re.compile(r"memfs (restore|undo|import) \(user [^()]*\)")
+# The history commands whose changes an older pending write must not revert (the
+# operation's typed command, memfs.store.base.Operation.command).
+HISTORY_COMMANDS = frozenset({"restore", "undo", "import"})
 
 
 def reserved(name: str) -> bool:
@@ -40,10 +42,10 @@ def reserved(name: str) -> bool:
     return name.strip().split(" ", 1)[0].split(":", 1)[0] == RESERVED_WORD
 
 
-def by_history_command(author: str) -> bool:
-    """Whether a change by ``author`` was made by ``memfs restore``, ``undo`` or
-    ``import``. Sound because no door can give an actor that name (:func:`check_actor`)."""
-    return _HISTORY_COMMAND.fullmatch(author) is not None
+def by_history_command(command: str) -> bool:
+    """Whether an operation whose typed command (``Operation.command``) is ``command``
+    was made by ``memfs restore``, ``undo`` or ``import``."""
+    return command in HISTORY_COMMANDS
 
 
 def check_actor(name: object) -> str:

@@ -96,9 +96,10 @@ def test_names_that_only_look_alike_are_anyones() -> None:
 
 def test_only_memfs_history_commands_are_protected_from_an_older_write() -> None:
     from memfs.actors import by_history_command
-    from memfs.history.author import author_for
+    from memfs.history.author import act_for, author_for
 
     for command in ("restore", "undo", "import"):
-        assert by_history_command(author_for(command, "alice"))
-    for other in ("memfs expire (user alice)", "alice (memfs)", "agent", "web:alice"):
+        assert by_history_command(act_for(command, "alice").command)
+    # The field decides, never the text: an author that reads like memfs is not it.
+    for other in ("expire", "redact", "claude-code", "", author_for("restore", "alice")):
         assert not by_history_command(other)

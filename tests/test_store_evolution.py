@@ -34,6 +34,7 @@ GROUPS = [
 def _check_migrated(store: Store) -> None:
     ops = list(reversed(store.operations(limit=None)))
     assert [(o.actor, o.changes) for o in ops] == [(a, len(g)) for a, g in GROUPS]
+    assert {o.command for o in ops} == {""}  # none by memfs's own commands
     for op, (_, kinds) in zip(ops, GROUPS, strict=True):
         records = store.changes(op=op.id)
         assert [f"{c.kind} {c.path}" for c in records] == kinds
@@ -72,3 +73,28 @@ def test_a_postgresql_database_of_the_previous_release_migrates(pg_cluster: PgCl
 
     got = pg_cluster.psql(version, db="released").strip()
     assert got == str(postgres_schema.SCHEMA_VERSION)
+
+
+def test_operations_recorded_before_the_command_field_take_it_from_their_actor(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from memfs.history.author import act_for, author_for
+    from memfs.store import sqlite_schema
+
+    path = tmp_path / "memory.db"
+    with open_store(path) as store:
+        with store.acting(act_for("restore", "ann")):
+            store.write("a.md", b"restored\n", author=author_for("restore", "ann"))
+        store.write("b.md", b"b\n", author="memfs-bot")
+    # Back to the schema before the step: no command column.
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE operations DROP COLUMN command")
+    db.execute(f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - 1}")
+    db.commit()
+    db.close()
+    with open_store(path) as store:
+        got = [(o.actor, o.command) for o in store.operations(limit=None)]
+        assert got == [("memfs-bot", ""), (author_for("restore", "ann"), "restore")]
+        assert store.commands_since("a.md", 0) == {"restore"}

@@ -23,4 +23,4 @@ def author_for(command: str, user: str | None = None) -> str:
 
 def act_for(command: str, user: str | None = None, detail: str = "") -> Act:
     """The operation a ``memfs <command>`` run is: one, by its author, named for it."""
-    return Act(author_for(command, user), detail=detail, label=f"memfs {command}")
+    return Act(author_for(command, user), detail=detail, label=f"memfs {command}", command=command)

@@ -82,7 +82,7 @@ def _act(src: Store, change: Change, acts: dict[int, Act]) -> Act:
     if act is None:
         try:
             op = src.operation(change.op)
-            act = Act(op.actor, detail=op.detail, label=op.label)
+            act = Act(op.actor, detail=op.detail, label=op.label, command=op.command)
         except NotFound:
             act = Act(change.author)
         acts[change.op] = act

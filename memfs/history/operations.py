@@ -422,7 +422,9 @@ def _undo(
     conflicts = conflicts_of(store, steps)
     if dry_run or (conflicts and not force):
         return UndoResult(conflicts, False, 0, None, steps)
-    act = Act(actor, detail=detail, label=label)
+    # An undo through any door is a history command: an older pending write must not
+    # revert it (memfs.store.rebase).
+    act = Act(actor, detail=detail, label=label, command="undo")
     try:
         with store.acting(act), store.batch():
             start = store.last_seq()

@@ -104,7 +104,8 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
     it replaced), so an operation can be shown and taken back from its own records. A
     file an operation created and renames over a path, or removes, inside the same
     operation keeps no history of its own (its content lives on where it went): an
-    atomic save leaves no temporary name in anyone's history.
+    atomic save leaves no temporary name in anyone's history. An operation run by one
+    of memfs's own commands says which (:attr:`Act.command`), a field no door sets.
 
 Errors are the typed ones in :mod:`memfs.errors`; nothing else escapes a backend
 except programming errors.
@@ -229,6 +230,9 @@ class Operation:
     first_seq: int
     last_seq: int
     changes: int  # how many feed records it made
+    # Which of memfs's own commands made it ("restore", "undo", "import", ...): "" for
+    # every door. Typed, not read from ``actor``, which a writer chooses.
+    command: str = ""
 
 
 @dataclass(slots=True, eq=False)
@@ -242,6 +246,8 @@ class Act:
     detail: str = ""
     label: str = ""
     id: int | None = None
+    # memfs's own command this is (:attr:`Operation.command`); "" for a door's act.
+    command: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,6 +509,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def operation(self, op_id: int) -> Operation:
         """Operation ``op_id``; NotFound if there is none."""
+
+    @abc.abstractmethod
+    def commands_since(self, path: str, rev: int) -> set[str]:
+        """The :attr:`Operation.command` of every operation run by memfs's own commands
+        that made a revision at ``path`` after revision ``rev`` (the rebase's question:
+        did a restore, undo or import write it since?)."""
 
     @abc.abstractmethod
     def last_seq(self) -> int:

@@ -505,6 +505,7 @@ class SqlStore(Store):
                     "id": op, "actor": act.actor, "detail": act.detail,
                     "label": act.label, "start": span.start_ns, "end": span.end_ns,
                     "first": span.first_seq, "last": span.last_seq, "n": span.changes,
+                    "command": act.command,
                 }))  # fmt: skip
             else:
                 rows.append((self.q.grow_operation, {
@@ -743,6 +744,9 @@ class SqlStore(Store):
         if row is None:
             raise NotFound(f"there is no operation {op_id}")
         return Operation(*row)
+
+    def commands_since(self, path: str, rev: int) -> set[str]:
+        return {str(row[0]) for row in self._all(self.q.commands_since, {"p": path, "rev": rev})}
 
     def last_seq(self) -> int:
         row = self._one(self.q.last_seq)

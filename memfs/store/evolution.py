@@ -145,3 +145,22 @@ def _changes_by_path(ddl: Ddl) -> list[str]:
 
 
 STEPS.append(_changes_by_path)
+
+
+def _operation_command(ddl: Ddl) -> list[str]:
+    """Which of memfs's own commands an operation is (``restore``, ``undo``, ...; ``''``
+    for every door), a field of the operation rather than a reading of its actor's text,
+    which any writer could have chosen (:func:`memfs.actors.by_history_command`).
+    Operations recorded before take it from their actor, whose ``memfs COMMAND (user
+    NAME)`` form no door could give (:func:`memfs.actors.check_actor`)."""
+    commands = ("restore", "undo", "import", "redact", "expire", "checkpoint", "claude-code")
+    return [
+        f"ALTER TABLE operations ADD COLUMN command {ddl.text} NOT NULL DEFAULT ''",
+        *(
+            f"UPDATE operations SET command = '{name}' WHERE actor LIKE 'memfs {name} (user %)'"
+            for name in commands
+        ),
+    ]
+
+
+STEPS.append(_operation_command)

@@ -277,12 +277,9 @@ def _merge_edit(
 
 
 def _protected_since(store: Store, path: str, base_rev: int) -> bool:
-    """Whether a history command wrote ``path`` after revision ``base_rev``."""
-    try:
-        revisions = store.history(path)
-    except NotFound:
-        return False
-    return any(r.rev > base_rev and by_history_command(r.author) for r in revisions)
+    """Whether a history command wrote ``path`` after revision ``base_rev``: asked of
+    the operations' typed command, never of an author's text."""
+    return any(by_history_command(command) for command in store.commands_since(path, base_rev))
 
 
 def _author_of(store: Store, path: str, rev: int) -> str:

@@ -21,7 +21,7 @@ CHANGE_COLS = (
     "seq, kind, path, author, time_ns, old_path, rev, size, sha256, op, mode, target,"
     " prior_kind, prior_sha256, prior_size, prior_mode, prior_target"
 )
-OP_COLS = "id, actor, detail, label, start_ns, end_ns, first_seq, last_seq, changes"
+OP_COLS = "id, actor, detail, label, start_ns, end_ns, first_seq, last_seq, changes, command"
 
 
 def subtree(col: str = "path") -> str:
@@ -201,13 +201,18 @@ class Statements:
         # --- the operation log ---------------------------------------------------------
         self.add_operation = r(
             f"INSERT INTO operations ({tc}{OP_COLS}) VALUES ({tv}:id, :actor, :detail,"
-            " :label, :start, :end, :first, :last, :n)"
+            " :label, :start, :end, :first, :last, :n, :command)"
         )
         self.grow_operation = r(
             f"UPDATE operations SET end_ns = {d.greatest('end_ns', ':end')}, last_seq = :last,"
             f" changes = changes + :n WHERE {t()} id = :id"
         )
         self.operation = r(f"SELECT {OP_COLS} FROM operations WHERE {t()} id = :id")
+        # By path (changes_path), then the few operations found by their key.
+        self.commands_since = r(
+            f"SELECT DISTINCT o.command FROM changes c JOIN operations o ON {t('o')}"
+            f" o.id = c.op WHERE {t('c')} c.path = :p AND c.rev > :rev AND o.command <> ''"
+        )
         # Newest first; each filter is off when its parameter is NULL. Touching a path
         # is any of the operation's records at it or below it, moved to or from there,
         # or a move of a directory above it (which moved it too).

@@ -349,6 +349,9 @@ class SubtreeStore(Store):
     def operation(self, op_id: int) -> Operation:
         return self.base.operation(op_id)
 
+    def commands_since(self, path: str, rev: int) -> set[str]:
+        return self.base.commands_since(self.full(path), rev)
+
     def last_seq(self) -> int:
         return self.base.last_seq()
 

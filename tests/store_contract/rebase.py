@@ -5,8 +5,9 @@ an edit merged or kept as a conflict copy, a deleted file re-made."""
 
 from __future__ import annotations
 
+from memfs.history.author import act_for, author_for
 from memfs.paths import name_problem
-from memfs.store.base import Store
+from memfs.store.base import Act, Store
 from memfs.store.rebase import Shape, land
 from tests.store_contract.common import A, MakeStore, tree
 
@@ -39,7 +40,8 @@ class RebaseContract:
 
     def test_an_append_lands_on_a_shorter_file_after_a_restore(self, store: Store) -> None:
         base = store.write("log.md", b"one\ntwo\nthree\n", author=A)
-        store.write("log.md", b"one\n", author="memfs restore (user ann)")
+        with store.acting(act_for("restore", "ann")):
+            store.write("log.md", b"one\n", author=author_for("restore", "ann"))
         landing = land(
             store, "log.md", b"one\ntwo\nthree\nfour\n", base_rev=base.rev,
             shape=Shape.APPEND, base_size=14, author="b",
@@ -90,13 +92,38 @@ class RebaseContract:
 
     def test_a_whole_rewrite_older_than_a_restore_is_kept_beside_it(self, store: Store) -> None:
         base = store.write("f.md", b"old\n", author=A)
-        store.write("f.md", b"restored\n", author="memfs restore (user ann)")
+        with store.acting(act_for("restore", "ann")):
+            store.write("f.md", b"restored\n", author=author_for("restore", "ann"))
         landing = land(
             store, "f.md", b"mine\n", base_rev=base.rev, shape=Shape.WHOLE, author="vim (pid 1)"
         )
         assert landing.outcome == "conflict" and landing.copy is not None
         assert store.read("f.md")[0] == b"restored\n"
         assert store.read(landing.copy)[0] == b"mine\n"
+
+    def test_the_operation_says_it_is_a_history_command_not_the_authors_text(
+        self, store: Store
+    ) -> None:
+        # A writer whose name reads like memfs's (a store written before names were
+        # checked, or a library caller) is any writer: its change is merged as usual.
+        base = store.write("f.md", b"one\ntwo\n", author=A)
+        store.write("f.md", b"one\ntwo\nend\n", author=author_for("restore", "ann"))
+        landing = land(
+            store, "f.md", b"top\none\ntwo\n", base_rev=base.rev, shape=Shape.WHOLE, author="b"
+        )
+        assert landing.outcome == "merged" and landing.copy is None
+        assert store.read("f.md")[0] == b"top\none\ntwo\nend\n"
+        # An undo through any door is one, whoever its actor is, and says so.
+        with store.acting(Act("web:ann", command="undo")):
+            store.write("f.md", b"undone\n", author="web:ann")
+        assert store.commands_since("f.md", landing.entry.rev) == {"undo"}
+        assert store.commands_since("f.md", store.stat("f.md").rev) == set()
+        landing = land(
+            store, "f.md", b"mine\n", base_rev=base.rev, shape=Shape.WHOLE, author="vim (pid 1)"
+        )
+        assert landing.outcome == "conflict" and store.read("f.md")[0] == b"undone\n"
+        commands = {(o.actor, o.command) for o in store.operations(limit=None)}
+        assert ("web:ann", "undo") in commands and (author_for("restore", "ann"), "") in commands
 
     def test_edits_of_different_bytes_merge(self, store: Store) -> None:
         base = store.write("f.md", b"alpha\nbeta\ngamma\n", author=A)
