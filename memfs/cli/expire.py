@@ -45,7 +45,10 @@ def _when(time_ns: int) -> str:
     "unused_for",
     required=True,
     metavar="DURATION",
-    help="Delete files neither written nor viewed by the model for this long (90m, 12h, 30d).",
+    help=(
+        "Delete files neither written nor viewed by the model for this long (90min, 12h,"
+        " 30d; m alone is refused as ambiguous)."
+    ),
 )
 @store_option()
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")

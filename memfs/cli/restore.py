@@ -228,16 +228,19 @@ def undo(
 def _check_name(name: str) -> None:
     """Refuse a name ``restore --to`` would read as something else: a WHEN is tried as a
     checkpoint first, so a checkpoint "2h" would shadow the duration for good."""
-    from memfs.history.when import BadWhen, parse_duration, parse_time
+    from memfs.history.when import Ambiguous, BadWhen, parse_duration, parse_time
 
     text = name.strip()
     if not text or text.isdigit():
         raise click.BadParameter("a checkpoint name needs a letter (numbers are revisions)")
     try:
         parse_duration(text)
+        span = True
+    except Ambiguous:
+        span = True  # "90m" is refused as a span, but reads as one all the same
     except BadWhen:
-        pass
-    else:
+        span = False
+    if span:
         raise click.BadParameter(
             f"{name!r} reads as a duration (2h, 3d); a checkpoint name must not, or"
             " `restore --to` could not tell them apart: give it a word, e.g. before-refactor"

@@ -1,8 +1,10 @@
 """Points in time and spans as people write them: ``2h``, ``3d``, ``2026-11-30T12:00``,
 a revision number, a checkpoint's name.
 
-A span (:func:`parse_duration`) is a whole number with a unit: ``s``, ``m``, ``h``,
-``d`` or ``w`` (``90m``, ``2h``, ``3d``); several may follow each other (``1d12h``).
+A span (:func:`parse_duration`) is a whole number with a unit: ``s``, ``min``, ``h``,
+``d`` or ``w`` (``90min``, ``2h``, ``3d``); several may follow each other (``1d12h``).
+``m`` alone is refused (:class:`Ambiguous`): a minute to some, a month to others, and
+``expire`` deletes by it; every command that takes a span reads it here, so all agree.
 A point (:func:`resolve_point`) is, in this order: a checkpoint name, a revision number
 (digits only), an ISO 8601 time (local time when it names no zone), or a span meaning
 that long before the store's clock says now. It resolves to a change ``seq`` of the
@@ -24,8 +26,9 @@ from datetime import datetime
 from memfs.errors import MemfsError
 from memfs.store.base import Store
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
-_SPAN = re.compile(r"(\d+)([smhdw])")
+_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+# "min" before "m", so "m" is only ever the ambiguous unit.
+_SPAN = re.compile(r"(\d+)(min|m|[shdw])")
 SECOND_NS = 10**9
 # Ids, revisions, sequence numbers and times are 64-bit signed integers in every store.
 MAX_NUMBER = 2**63 - 1
@@ -39,6 +42,10 @@ class BadWhen(MemfsError):
 
 class OutOfRange(BadWhen):
     """A number or time of the right form, past what a store can hold."""
+
+
+class Ambiguous(BadWhen):
+    """A span in ``m``, which reads as minutes or months."""
 
 
 def parse_number(text: str, what: str) -> int:
@@ -67,7 +74,13 @@ def parse_duration(text: str) -> int:
     compact = text.strip().lower()
     parts = _SPAN.findall(compact)
     if not compact or "".join(n + u for n, u in parts) != compact:
-        raise BadWhen(f"{text!r} is not a duration; write a number and a unit, e.g. 90m, 2h, 3d")
+        raise BadWhen(f"{text!r} is not a duration; write a number and a unit, e.g. 90min, 2h, 3d")
+    if any(u == "m" for _, u in parts):
+        number = next(n for n, u in parts if u == "m")
+        raise Ambiguous(
+            f"{text.strip()!r} is ambiguous (minutes or months?): write {number}min for"
+            f" minutes, or days for months (30d)"
+        )
     total = sum(int(n) * _UNITS[u] for n, u in parts)
     if total <= 0:
         raise BadWhen(f"{text!r} is an empty duration; give at least 1s")
@@ -119,7 +132,7 @@ def resolve_point(store: Store, text: str) -> Point:
     if moment is None:
         try:
             moment = ago(store.clock(), spec)
-        except OutOfRange:
+        except (OutOfRange, Ambiguous):
             raise
         except BadWhen:
             raise BadWhen(

@@ -19,6 +19,7 @@ from memfs.history.follow import lineage
 from memfs.history.operations import Operation, operation, operation_steps, operations
 from memfs.history.steps import Step
 from memfs.history.when import (
+    Ambiguous,
     BadWhen,
     OutOfRange,
     ago,
@@ -74,6 +75,8 @@ def _when(text: str, name: str, now_ns: int) -> int | None:
         return ago(now_ns, text)
     except OutOfRange as exc:
         raise Refused(400, "Out of range", f"{name}: {exc}") from None
+    except Ambiguous as exc:
+        raise Refused(400, "Not a time", f"{name}: {exc}") from None
     except BadWhen:
         raise Refused(
             400,
