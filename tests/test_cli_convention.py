@@ -242,3 +242,14 @@ def test_mount_json(mount_factory: Callable[..., MountHandle], tmp_path: Path) -
         "pid": served.pid,
         "already_mounted": True,
     }
+
+
+def test_a_store_that_cannot_be_used_is_said_in_one_place() -> None:
+    # Every command's "cannot use this store ... give another --store URL" line comes
+    # from the one error edge (memfs.cli.common.store_error), none writes its own.
+    cli = Path(__file__).resolve().parent.parent / "memfs" / "cli"
+    saying = sorted(p.name for p in cli.glob("*.py") if ".advice(" in p.read_text("utf-8"))
+    assert saying == ["common.py"]
+    from memfs.cli import stores
+
+    assert not hasattr(stores, "message")

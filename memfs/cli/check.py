@@ -13,10 +13,9 @@ import sys
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import local_time, require_existing, store_option
+from memfs.cli.common import local_time, require_existing, store_error, store_option
 from memfs.cli.stores import StoreChoice
-from memfs.errors import MemfsError, StoreUnavailable
-from memfs.store import shown_url
+from memfs.errors import MemfsError
 from memfs.store.base import Revision
 
 
@@ -83,10 +82,8 @@ def check(path: str | None, store_url: str | None, as_json: bool) -> None:
 
             damaged = store.verify(progress)
             checked = counted[1]
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
+        raise store_error(exc, choice.elsewhere, choice.url) from exc
     for revision in damaged:
         if as_json:
             record = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import size_text, store_option
+from memfs.cli.common import size_text, store_error, store_option
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.store import shown_url
@@ -47,7 +47,7 @@ def enable(store_url: str | None, mountpoint: Path | None) -> None:
     try:
         done = cc.enable(Path.cwd(), choice.url, mountpoint=mountpoint, on_note=_note)
     except MemfsError as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+        raise store_error(exc, choice.elsewhere) from exc
     if done.mounted is not None:
         click.echo(f"Mounted {shown_url(done.store_url)} at {done.mounted.mountpoint}.")
     imported = done.imported

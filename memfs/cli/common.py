@@ -167,6 +167,28 @@ def choose_target(path: str | None, store_url: str | None) -> tuple[StoreChoice,
         raise click.ClickException(str(exc)) from exc
 
 
+def store_error(
+    exc: MemfsError, elsewhere: str | None, url: str | None = None
+) -> click.ClickException:
+    """The one line for an error of the store a command chose, and the one place the
+    CLI says a store cannot be used: that line ends with how to use another store
+    (``elsewhere``, said the way this one was chosen; None when the command chose
+    none). Any other error names the store (``url``) when given."""
+    if isinstance(exc, StoreUnavailable) and elsewhere is not None:
+        return click.ClickException(exc.advice(elsewhere))
+    where = f" (in the store {shown_url(url)})" if url is not None else ""
+    return click.ClickException(f"{exc}{where}")
+
+
+@contextmanager
+def store_errors(elsewhere: str | None, url: str | None = None) -> Iterator[None]:
+    """Every MemfsError raised inside as :func:`store_error`'s one line."""
+    try:
+        yield
+    except MemfsError as exc:
+        raise store_error(exc, elsewhere, url) from exc
+
+
 @contextmanager
 def opened(choice: StoreChoice, *, readonly: bool) -> Iterator[Store]:
     """The one place a command opens the store it chose, every error turned into its
@@ -177,14 +199,10 @@ def opened(choice: StoreChoice, *, readonly: bool) -> Iterator[Store]:
     refused either way: nothing is created just to find it empty."""
     from memfs.store import open_store
 
-    try:
+    with store_errors(choice.elsewhere, choice.url):
         require_existing(choice)
         with open_store(choice.url, readonly=readonly) as store:
             yield store
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
 
 
 @contextmanager

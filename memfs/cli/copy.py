@@ -8,8 +8,8 @@ import sys
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import JSON_OPTION, count, emit
-from memfs.errors import MemfsError, StoreUnavailable
+from memfs.cli.common import JSON_OPTION, count, emit, store_error
+from memfs.errors import MemfsError
 from memfs.store import shown_url
 
 
@@ -48,10 +48,8 @@ def copy(src_url: str, dst_url: str, as_json: bool) -> None:
                 done = copy_store(src, dst, progress=progress)
             usage = dst.usage()
             url = dst.url
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, stores.FROM_OPTION)) from exc
     except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise store_error(exc, stores.FROM_OPTION) from exc
     if as_json:
         emit({"store": shown_url(url), "changes": done, "files": usage.files, "bytes": usage.bytes})
         return

@@ -13,10 +13,8 @@ from datetime import datetime
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import store_errors, store_option
 from memfs.cli.stores import StoreChoice
-from memfs.errors import MemfsError, StoreUnavailable
-from memfs.store import shown_url
 
 
 def _choice(path: str | None, store_url: str | None) -> StoreChoice:
@@ -74,7 +72,7 @@ def expire(
     except BadWhen as exc:
         raise click.BadParameter(str(exc), param_hint="--unused-for") from exc
     choice = _choice(path, store_url)
-    try:
+    with store_errors(choice.elsewhere, choice.url):
         stores.require_existing_store(choice)
         with (
             open_store(choice.url) as store,
@@ -82,10 +80,6 @@ def expire(
             store.acting(act_for("expire")),
         ):
             report = run_expire(store, span, dry_run=dry_run)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(f"{exc} (in the store {shown_url(choice.url)})") from exc
     verb = "would delete" if dry_run else "deleted"
     if as_json:
         for f in report.deleted:

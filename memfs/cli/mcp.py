@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import store_option
+from memfs.cli.common import store_error, store_option
 from memfs.cli.tokens import chosen_token, token_options
 from memfs.cli.tool import handler_options
 from memfs.errors import HttpError, McpError, MemfsError, MountError
@@ -116,9 +116,7 @@ def mcp(
             f"{exc} (without FUSE, serve a directory: --root DIR, kept in sync by memfs sync)"
         ) from exc
     except MemfsError as exc:
-        raise click.ClickException(
-            stores.message(exc, choice.elsewhere if choice else None)
-        ) from exc
+        raise store_error(exc, choice.elsewhere if choice else None) from exc
     # Logging starts once the store is open: a store that cannot be opened is its one
     # error line, not also the backend's log of the attempt (PostgreSQL's "lost ...").
     logging.basicConfig(

@@ -9,7 +9,7 @@ import click
 
 from memfs import host
 from memfs.cli import stores
-from memfs.cli.common import JSON_OPTION, emit, store_option
+from memfs.cli.common import JSON_OPTION, emit, store_error, store_option
 from memfs.errors import MemfsError
 from memfs.mount import daemon, state
 from memfs.mount.options import MountOptions
@@ -19,7 +19,7 @@ from memfs.store import shown_url
 
 
 def _fail(exc: MemfsError, elsewhere: str | None = None) -> click.ClickException:
-    return click.ClickException(stores.message(exc, elsewhere))
+    return store_error(exc, elsewhere)
 
 
 def _note(message: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from memfs.errors import MemfsError, StoreUnavailable
+from memfs.errors import MemfsError
 from memfs.store import STORE_ENV, default_url
 
 FROM_OPTION = "give another --store URL"
@@ -35,14 +35,6 @@ def choose(option: str | None) -> StoreChoice:
     if os.environ.get(STORE_ENV, "").strip():
         return StoreChoice(default_url(), FROM_ENV)
     return StoreChoice(default_url(), FROM_DEFAULT)
-
-
-def message(exc: MemfsError, elsewhere: str | None) -> str:
-    """The one line for ``exc``; a store that cannot be used says how to use another
-    (``elsewhere``; None when the command chose no store)."""
-    if isinstance(exc, StoreUnavailable) and elsewhere is not None:
-        return exc.advice(elsewhere)
-    return str(exc)
 
 
 def require_existing_store(choice: StoreChoice) -> None:

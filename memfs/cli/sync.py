@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import JSON_OPTION, emit, store_option
+from memfs.cli.common import JSON_OPTION, emit, store_error, store_option
 from memfs.errors import MemfsError
 from memfs.store import shown_url
 
@@ -85,7 +85,7 @@ def sync(
             running.run_recorded(mirror)
             click.echo(f"Stopped syncing {mirror.root}.", err=True)
     except MemfsError as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
+        raise store_error(exc, choice.elsewhere) from exc
     finally:
         logging.getLogger("memfs.sync").removeHandler(handler)
 

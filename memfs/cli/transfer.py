@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import JSON_OPTION, emit, opened, resolve, store_option
+from memfs.cli.common import JSON_OPTION, emit, opened, resolve, store_error, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import CapExceeded, ImportRefused, MemfsError, PathError, StoreUnavailable
 from memfs.store import shown_url
@@ -182,10 +182,8 @@ def import_cmd(
         raise click.ClickException(str(exc)) from exc
     except CapExceeded as exc:
         raise click.ClickException(f"import refused, nothing was imported: {exc}") from exc
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise store_error(exc, choice.elsewhere) from exc
     where = shown_url(choice.url) + (f" under {rel}" if rel else "")
     if as_json:
         emit({"src": str(src), "store": shown_url(choice.url), "prefix": rel, **asdict(result)})

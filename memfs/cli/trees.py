@@ -11,8 +11,7 @@ import json
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import size_text, store_option, table
-from memfs.errors import MemfsError, StoreUnavailable
+from memfs.cli.common import size_text, store_errors, store_option, table
 from memfs.store import shown_url
 
 
@@ -24,13 +23,9 @@ def trees(store_url: str | None, as_json: bool) -> None:
     from memfs.store import list_trees
 
     choice = stores.choose(store_url)
-    try:
+    with store_errors(choice.elsewhere):
         stores.require_existing_store(choice)
         found = list_trees(choice.url)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
-    except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
     if as_json:
         for t in found:
             record = {

@@ -15,9 +15,9 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import require_existing, store_option
+from memfs.cli.common import require_existing, store_error, store_option
 from memfs.cli.tokens import chosen_token, token_options
-from memfs.errors import MemfsError, StoreUnavailable
+from memfs.errors import MemfsError
 
 TOKEN_ENV = "MEMFS_WEB_TOKEN"
 DEFAULT_ADDRESS = "127.0.0.1:8766"
@@ -95,10 +95,8 @@ def web(
             )
         require_existing(choice)
         store = open_store(choice.url)
-    except StoreUnavailable as exc:
-        raise click.ClickException(stores.message(exc, choice.elsewhere)) from exc
     except MemfsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise store_error(exc, choice.elsewhere) from exc
     # Logging starts once the store is open: a store that cannot be opened is its one
     # error line, not also the backend's log of the attempt (PostgreSQL's "lost ...").
     logging.basicConfig(
