@@ -183,7 +183,7 @@ def test_export_and_copy_read_a_read_only_store(read_only: Path, tmp_path: Path)
     assert (done.exit_code, done.stderr) == (0, "") and tarball.stat().st_size > 0
     copied = tmp_path / "copy.db"
     done = invoke("copy", url, f"sqlite://{copied}")
-    assert (done.exit_code, done.stderr) == (0, ""), done.output
+    assert (done.exit_code, done.stderr) == (0, f"Created a new store at {copied}.\n"), done.output
     with open_store(copied) as store:
         assert store.read("a.md")[0] == b"apple two\npear\n"
         assert [r.rev for r in store.history("a.md")] == [2, 1]

@@ -123,7 +123,7 @@ def test_cli_expire_prints_what_it_deleted(tmp_path: Path) -> None:
     lines = dry.output.splitlines()
     assert lines[:2] == [
         f"would delete notes/old.md (revision {rev}, 3 bytes)",
-        f"would delete top.md (revision {top}, 1 bytes)",
+        f"would delete top.md (revision {top}, 1 byte)",  # not "1 bytes"
     ]
     assert lines[2].startswith("Dry run: 2 files unused since ")
     assert lines[2].endswith(" would be deleted; nothing was changed.") and len(lines) == 3

@@ -86,6 +86,7 @@ def test_round_trip_keeps_bytes_names_modes_mtimes_and_empty_dirs(
     kind = "directory" if fmt == "directory" else fmt
     assert (imported.exit_code, imported.output) == (
         0,
+        f"Created a new store at {dst_db}.\n"  # on standard error
         f"imported 7 files, 7 new directories (1,069 bytes) from {dest} ({kind}) into {dst_db}\n",
     )
     with open_store(src_db) as src, open_store(dst_db) as dst:
@@ -142,10 +143,12 @@ def test_prefix_exports_a_subtree_and_imports_below_a_directory(
 def test_the_installed_command_round_trips_a_tgz(tmp_path: Path, src_db: Path) -> None:
     memfs = Path(sys.executable).parent / "memfs"
     dest, dst_db = tmp_path / "o.tgz", tmp_path / "dst.db"
-    for args in (["export", str(dest), "--store", str(src_db)],
-                 ["import", str(dest), "--store", str(dst_db)]):  # fmt: skip
+    for args, said in (
+        (["export", str(dest), "--store", str(src_db)], ""),
+        (["import", str(dest), "--store", str(dst_db)], f"Created a new store at {dst_db}.\n"),
+    ):
         done = subprocess.run([memfs, *args], capture_output=True, text=True, timeout=60)
-        assert (done.returncode, done.stderr) == (0, ""), done.stdout
+        assert (done.returncode, done.stderr) == (0, said), done.stdout
     assert done.stdout.startswith("imported 7 files, 7 new directories")
     with open_store(src_db) as src, open_store(dst_db) as dst:
         assert snapshot(dst) == snapshot(src)
@@ -175,6 +178,7 @@ def test_the_sdk_tools_folder_moves_over_in_one_command(tmp_path: Path, given: s
     result = run("import", str(src), "--store", str(db))
     assert (result.exit_code, result.output) == (
         0,
+        f"Created a new store at {db}.\n"  # on standard error
         f"imported 2 files, 1 new directory (32 bytes) from {src} (SDK memory folder)"
         f" into {db}\n"
         "skipped 1 temporary file the SDK's tool left behind:"
@@ -336,7 +340,7 @@ def test_ten_thousand_files_round_trip(tmp_path: Path) -> None:
                 b"%05d\n" % (d * 100 + f) * 300
             )
     result = run("import", str(src), "--store", str(db), "--quiet")
-    assert result.output.startswith("imported 10,000 files, 100 new directories (18,000,000 bytes)")
+    assert result.stdout.startswith("imported 10,000 files, 100 new directories (18,000,000 bytes)")
     assert run("export", str(tmp_path / "all.tgz"), "--store", str(db)).exit_code == 0
     assert run("import", str(tmp_path / "all.tgz"), "--store", str(back)).exit_code == 0
     with open_store(db) as one, open_store(back) as two:

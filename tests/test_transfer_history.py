@@ -55,6 +55,7 @@ def test_history_round_trip_into_an_empty_store(tmp_path: Path, name: str) -> No
     imported = run("import", str(dest), "--history", "--store", str(dst_db))
     assert (imported.exit_code, imported.output) == (
         0,
+        f"Created a new store at {dst_db}.\n"  # on standard error
         f"imported 8 changes of history: 1 file, 2 directories (14 bytes) from {dest}"
         f" into {dst_db}\n",
     )

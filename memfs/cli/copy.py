@@ -32,7 +32,11 @@ def copy(src_url: str, dst_url: str, as_json: bool) -> None:
     try:
         # A mistyped source must not be created just to copy nothing out of it.
         stores.require_existing_store(stores.StoreChoice(src_url, "give another SRC_URL"))
-        with open_store(src_url, readonly=True) as src, open_store(dst_url) as dst:
+        with (
+            open_store(src_url, readonly=True) as src,
+            stores.announced(dst_url),
+            open_store(dst_url) as dst,
+        ):
             with tqdm(
                 total=src.last_seq(),
                 unit="change",

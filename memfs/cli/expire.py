@@ -13,7 +13,7 @@ from datetime import datetime
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import store_errors, store_option
+from memfs.cli.common import count, store_errors, store_option
 from memfs.cli.stores import StoreChoice
 
 
@@ -91,13 +91,13 @@ def expire(
             click.echo(json.dumps({"action": "skipped", "path": p, "why": why}, ensure_ascii=False))
         return
     for f in report.deleted:
-        click.echo(f"{verb} {f.path} (revision {f.rev}, {f.size} bytes)")
+        click.echo(f"{verb} {f.path} (revision {f.rev}, {count(f.size, 'byte')})")
     for d in report.dirs:
         click.echo(f"{verb} {d}/ (left empty)")
     for p, why in report.skipped:
         click.echo(f"skipped {p}: {why}")
     n = len(report.deleted)
-    summary = f"{n} file{'s' if n != 1 else ''} unused since {_when(report.cutoff_ns)}"
+    summary = f"{count(n, 'file')} unused since {_when(report.cutoff_ns)}"
     if dry_run:
         click.echo(f"Dry run: {summary} would be deleted; nothing was changed.")
     elif n:

@@ -8,13 +8,19 @@ the environment, both when the user's default store is the bad one.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from memfs.errors import MemfsError
 from memfs.store import STORE_ENV, default_url
+
+if TYPE_CHECKING:
+    from memfs.store.base import Store
 
 FROM_OPTION = "give another --store URL"
 FROM_ENV = f"point ${STORE_ENV} at another store"
@@ -66,3 +72,27 @@ def announce_new_store(file: Path | None) -> None:
     must not pass for the one the person meant."""
     if file is not None and file.exists():
         click.echo(f"Created a new store at {file}.", err=True)
+
+
+@contextmanager
+def open_announced(url: str) -> Iterator[Store]:
+    """The store at ``url`` opened for writing, said as soon as it is open when the open
+    created it (:func:`announce_new_store`): how a command that runs on (``sync``) opens
+    a store it may create. A mount's daemon opens its own and the mount says so the same
+    way; a command that reports when done says it then (:func:`announced`)."""
+    from memfs.store import open_store
+
+    fresh = new_store_file(url)
+    with open_store(url) as store:
+        announce_new_store(fresh)
+        yield store
+
+
+@contextmanager
+def announced(url: str) -> Iterator[None]:
+    """Around a command's work on the store at ``url``: when that work created it, say
+    so once the work is done (``import``, ``copy``); a refused run stays its one error
+    line."""
+    fresh = new_store_file(url)
+    yield
+    announce_new_store(fresh)

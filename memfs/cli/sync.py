@@ -51,7 +51,6 @@ def sync(
     restored from the store instead. Editor temp/swap/backup files, .git, symlinks and
     names memfs refuses stay local (the last three with a warning).
     """
-    from memfs.store import open_store
     from memfs.sync import Mirror, running
 
     choice = stores.choose(store_url)
@@ -62,9 +61,7 @@ def sync(
         # that can never be synced (a file) must not leave a new, empty store behind.
         if directory.exists() and not directory.is_dir():
             raise click.ClickException(f"cannot sync {directory}: it is not a directory")
-        fresh = stores.new_store_file(url)
-        with open_store(url) as store:
-            stores.announce_new_store(fresh)
+        with stores.open_announced(url) as store:
             _create_missing(directory)
             mirror = Mirror(directory, store, state_path=state_path)
             if once:

@@ -166,6 +166,7 @@ def import_cmd(
     choice, rel = _choose(prefix, store_url)
     try:
         with (
+            stores.announced(choice.url),
             open_store(choice.url) as store,
             _Bar("import", quiet) as bar,
             nearby(store, [rel or ""]),
