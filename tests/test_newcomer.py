@@ -1,6 +1,7 @@
 """A newcomer's path, as the README prints it: from an empty HOME, the install block
 (`pipx install .`, then `memfs --version`), then the quick starts marked for it (the
-mount, the memory tool, the mirror), each run as written with the installed `memfs`.
+mount, the memory tool, the mirror), each run as written with the installed `memfs`;
+and the other install the getting-started page gives, `uv tool install .`.
 
 The blocks are read from the README (after a ``<!-- newcomer: NAME -->`` line), so a
 command the README gets wrong fails here. The install is a real pipx install of a copy
@@ -16,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,11 +29,12 @@ from tests.fixtures.waiting import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+GETTING_STARTED = REPO / "docs" / "getting-started.md"
 
 
-def block(name: str) -> str:
-    """The first ```sh block after the ``<!-- newcomer: NAME -->`` line."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def block(name: str, page: Path = README) -> str:
+    """The first ```sh block after the ``<!-- newcomer: NAME -->`` line of ``page``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
     start = lines.index(f"<!-- newcomer: {name} -->")
     opening = lines.index("```sh", start)
     assert opening == start + 1, f"the {name} block must follow its marker line"
@@ -53,9 +56,11 @@ class Newcomer:
             "LC_ALL": "C.UTF-8",
         }
 
-    def run(self, name: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, name: str, cwd: Path | None = None, page: Path = README
+    ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", block(name)],
+            ["bash", "-euo", "pipefail", "-c", block(name, page)],
             cwd=cwd or self.work,
             env=self.env,
             capture_output=True,
@@ -63,7 +68,7 @@ class Newcomer:
             timeout=600,
             check=False,
         )
-        assert done.returncode == 0, f"README's {name} block failed:\n{done.stderr}"
+        assert done.returncode == 0, f"{page.name}'s {name} block failed:\n{done.stderr}"
         return done
 
     def stop_mounts(self) -> None:
@@ -135,3 +140,28 @@ def test_the_readme_install_and_quick_start_work_from_an_empty_home(newcomer: Ne
     mirror = newcomer.work / "mirror"
     assert (mirror / "preferences.md").read_text() == "- Coffee: black\n"
     assert synced.stdout == f"Synced {mirror} with sqlite://{store}.\n"
+
+
+def test_uv_tool_install_puts_memfs_on_path_from_an_empty_home(newcomer: Newcomer) -> None:
+    # uv comes with the test extras (PyPI's uv); only it is put on the newcomer's PATH,
+    # from a directory of its own, so `memfs` can be found only where uv installed it.
+    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    tools = newcomer.home.parent / "tools"
+    tools.mkdir()
+    (tools / "uv").symlink_to(uv)
+    newcomer.env["PATH"] = f"{newcomer.env['PATH']}:{tools}"
+    # The machine's trust store for PyPI's certificate (pip reads it from pip.conf).
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        if name in os.environ:
+            newcomer.env[name] = os.environ[name]
+    installed = newcomer.run("uv-install", cwd=newcomer.src, page=GETTING_STARTED)
+    assert installed.stdout.endswith(f"memfs, version {__version__}\n"), installed.stdout
+    memfs = newcomer.home / ".local" / "bin" / "memfs"
+    assert memfs.exists()
+    done = subprocess.run(
+        [memfs, "tool", "--root", str(newcomer.work), "--as", "me"],
+        input='{"command": "create", "path": "/memories/a.md", "file_text": "hi\\n"}\n',
+        env=newcomer.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (newcomer.work / "a.md").read_text() == "hi\n"
