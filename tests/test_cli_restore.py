@@ -313,3 +313,26 @@ def test_redact_names_what_it_cannot_purge_and_deletes_recovered_copies(
     ]
     assert not (where / "recovered" / "notes" / "keys.md").exists()
     assert (where / "recovered" / "notes" / "other.md").read_bytes() == b"keep me"
+
+
+# --- what the commands record ------------------------------------------------------------
+@pytest.mark.parametrize("command", ["restore", "undo"])
+def test_a_write_older_than_a_restore_or_undo_is_kept_beside_it(
+    db: Path, store: Store, command: str
+) -> None:
+    from memfs.store.rebase import Shape, land
+
+    first = store.write("a.md", b"v1\n", author="alice").rev
+    second = store.write("a.md", b"v2\n", author="bob").rev
+    args = ["restore", "a.md", "--rev", str(first)] if command == "restore" else ["undo"]
+    ok(run(db, *args))
+    assert store.read("a.md")[0] == b"v1\n"
+    # The operation says which command it is, in a field no door sets.
+    newest = store.operations(limit=1)[0]
+    assert (newest.command, newest.label) == (command, f"memfs {command}")
+    assert store.commands_since("a.md", second) == {command}
+    # A whole save built on v2 before the command (a mount's pending write) does not
+    # revert it: it is kept as a conflict copy beside it.
+    landing = land(store, "a.md", b"mine\n", base_rev=second, shape=Shape.WHOLE, author="vim")
+    assert landing.outcome == "conflict" and landing.copy is not None
+    assert store.read("a.md")[0] == b"v1\n" and store.read(landing.copy)[0] == b"mine\n"
