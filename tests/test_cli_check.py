@@ -137,7 +137,7 @@ def test_a_mount_is_checked_through_its_store(memfs_mount: MountHandle) -> None:
     result = run(str(memfs_mount.mountpoint))
     assert (result.exit_code, result.output) == (
         0,
-        "All 1 retained revisions match their SHA-256.\n",
+        "The 1 retained revision matches its SHA-256.\n",  # not "All 1 ... revisions",
     )
 
 
@@ -160,6 +160,16 @@ def test_a_read_only_store_is_checked(read_only_store: Path) -> None:
     result = run(str(read_only_store))
     assert (result.exit_code, result.output) == (
         0,
-        "All 1 retained revisions match their SHA-256.\n",
+        "The 1 retained revision matches its SHA-256.\n",  # not "All 1 ... revisions",
     )
     assert sorted(os.listdir(read_only_store.parent)) == ["memory.db"]
+
+
+def test_one_damaged_revision_is_said_in_the_singular(db: Path, store: Store) -> None:
+    damage(db, b"fine\n")
+    result = run("--store", str(db))
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: 1 of 4 retained revisions (1 file) is damaged: its bytes no longer match its"
+        " SHA-256\n",
+    )

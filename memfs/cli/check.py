@@ -13,7 +13,7 @@ import sys
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import local_time, require_existing, store_error, store_option
+from memfs.cli.common import count, local_time, require_existing, store_error, store_option
 from memfs.cli.stores import StoreChoice
 from memfs.errors import MemfsError
 from memfs.store.base import Revision
@@ -101,13 +101,19 @@ def check(path: str | None, store_url: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"checked": checked, "damaged": len(damaged)}))
     if damaged:
+        one = len(damaged) == 1
         raise click.ClickException(
-            f"{len(damaged)} of {checked} retained revisions ({files} file"
-            f"{'' if files == 1 else 's'}) are damaged: their bytes no longer match their"
-            " SHA-256"
-        )
+            f"{len(damaged)} of {count(checked, 'retained revision')} ({count(files, 'file')})"
+            + (" is damaged: its bytes no longer match its" if one else
+               " are damaged: their bytes no longer match their")
+            + " SHA-256"
+        )  # fmt: skip
     if not as_json:
-        click.echo(f"All {checked} retained revisions match their SHA-256.")
+        click.echo(
+            "The 1 retained revision matches its SHA-256."
+            if checked == 1
+            else f"All {checked} retained revisions match their SHA-256."
+        )
 
 
 COMMANDS = [check]
