@@ -115,6 +115,7 @@ def test_log_json_has_the_fields_scripts_use(db: Path, store: Store) -> None:
         "actor": "agent:bob",
         "detail": "",
         "label": "",
+        "command": "",  # a door's, not one of memfs's own commands
         "time": T0 + 240.0,
         "start_ns": (T0 + 240) * 10**9,
         "end_ns": (T0 + 240) * 10**9,

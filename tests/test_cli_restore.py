@@ -331,6 +331,8 @@ def test_a_write_older_than_a_restore_or_undo_is_kept_beside_it(
     newest = store.operations(limit=1)[0]
     assert (newest.command, newest.label) == (command, f"memfs {command}")
     assert store.commands_since("a.md", second) == {command}
+    shown = json.loads(run(db, "log", "--json", "--limit", "1").output)
+    assert (shown["command"], shown["actor"].startswith(ME.format(command))) == (command, True)
     # A whole save built on v2 before the command (a mount's pending write) does not
     # revert it: it is kept as a conflict copy beside it.
     landing = land(store, "a.md", b"mine\n", base_rev=second, shape=Shape.WHOLE, author="vim")

@@ -61,6 +61,7 @@ class Operation:
     counts: dict[str, int] = field(hash=False)  # step action -> how many
     top: str  # the deepest directory holding every path it touched ("" the root)
     label: str = ""  # the program or command ("rm", "memfs restore")
+    command: str = ""  # which of memfs's own commands made it ("restore"); "" for a door
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -68,6 +69,7 @@ class Operation:
             "actor": self.actor,
             "detail": self.detail,
             "label": self.label,
+            "command": self.command,
             "time": self.start_ns / 1e9,
             "start_ns": self.start_ns,
             "end_ns": self.end_ns,
@@ -145,6 +147,7 @@ def _read(store: Store, stored: StoredOperation) -> Operation:
         counts,
         top,
         stored.label,
+        stored.command,
     )
 
 
