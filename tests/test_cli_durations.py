@@ -68,6 +68,8 @@ def test_m_alone_is_refused_where_a_duration_is_the_option(
         ["log", "--since", "90m"],
         ["restore", "--to", "90m", "--dry-run"],
         ["diff", "--since", "90m"],
+        ["undo", "--since", "90m", "--dry-run"],
+        ["log", "--until", "90m"],
     ],
 )
 def test_m_alone_is_refused_where_a_point_in_time_is_taken(
