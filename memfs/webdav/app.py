@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
+from wsgidav import util as wsgidav_util
+from wsgidav.dav_error import DAVError
 from wsgidav.error_printer import ErrorPrinter
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
@@ -93,6 +95,12 @@ class Door:
                 "413 Request Entity Too Large",
                 f"files are capped at {self.store.max_file_bytes} bytes\n".encode(),
             )
+        try:
+            wsgidav_util.normalize_path(wsgidav_util.re_encode_wsgi(str(environ["PATH_INFO"])))
+        except DAVError:
+            # A path that climbs above the root ("/../x"): WsgiDAV refuses it too, but
+            # from inside a generator that loses the answer's body.
+            return _refuse(start_response, "400 Bad Request", b"the path leaves the root\n")
         if method == "PROPFIND" and str(environ.get("HTTP_DEPTH", "infinity")).lower() not in (
             "0",
             "1",

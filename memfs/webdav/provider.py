@@ -131,8 +131,10 @@ class StoreProvider(DAVProvider):  # type: ignore[misc]
             return gated
         return f"{self.prefix}/{gated}" if gated else self.prefix
 
-    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Any:
+    def get_resource_inst(self, path: str | None, environ: dict[str, Any]) -> Any:
         self._count_get_resource_inst += 1
+        if path is None:  # the parent of the root (WsgiDAV asks on a PUT to "/")
+            return None
         try:
             where = self.store_path(path)
             entry = self.store.stat(where)
