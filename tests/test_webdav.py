@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import json
 import os
 import shutil
 import subprocess
@@ -271,3 +272,25 @@ def test_hostile_paths_never_escape_the_served_tree(
     assert store.read("outside.md")[0] == b"SECRET outside\n"
     for entry in store.walk("inner"):
         assert paths.parse_rel(entry.path).rel == entry.path
+
+
+def test_status_lists_the_running_server_and_forgets_it_when_stopped(
+    webdav_server: Server, store_url: str
+) -> None:
+    dav = webdav_server(store_url, "--subtree", "team")
+
+    def status() -> dict[str, list[dict[str, object]]]:
+        done = subprocess.run(
+            [MEMFS, "status", "--json"], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        report: dict[str, list[dict[str, object]]] = json.loads(done.stdout)
+        return report
+
+    servers = status()["webdav"]
+    assert [(s["url"], s["subtree"]) for s in servers] == [(dav.url + "/", "team")]
+    assert str(servers[0]["store"]).endswith("memory.db")
+    table = subprocess.run([MEMFS, "status"], capture_output=True, text=True, timeout=60)
+    assert dav.url + "/" in table.stdout and "WEBDAV" in table.stdout
+    assert dav.stop() == 0
+    assert status()["webdav"] == []
