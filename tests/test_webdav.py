@@ -294,3 +294,32 @@ def test_status_lists_the_running_server_and_forgets_it_when_stopped(
     assert dav.url + "/" in table.stdout and "WEBDAV" in table.stdout
     assert dav.stop() == 0
     assert status()["webdav"] == []
+
+
+def test_locks_and_properties_are_seen_by_every_server_of_the_store(
+    webdav_server: Server, store_url: str
+) -> None:
+    one, two = webdav_server(store_url), webdav_server(store_url)
+    assert call(one, "PUT", "/shared.md", b"x\n")[0] == 201
+    status, headers, _ = call(
+        one, "LOCK", "/shared.md", LOCKINFO, {"Timeout": "Second-600", "Depth": "0"}
+    )
+    assert status == 200
+    token = headers["lock-token"]
+    assert call(two, "PUT", "/shared.md", b"other\n")[0] == 423
+    assert b"lockdiscovery" in call(two, "PROPFIND", "/shared.md", headers={"Depth": "0"})[2]
+    locked = {"If": f"({token})"}
+    assert call(two, "PUT", "/shared.md", b"holder\n", locked)[0] == 204
+    assert call(two, "UNLOCK", "/shared.md", headers={"Lock-Token": token})[0] == 204
+    assert call(one, "PUT", "/shared.md", b"free\n")[0] == 204
+    patch = (
+        b'<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:memfs:test">'
+        b"<D:set><D:prop><Z:colour>teal</Z:colour></D:prop></D:set></D:propertyupdate>"
+    )
+    assert call(one, "PROPPATCH", "/shared.md", patch)[0] == 207
+    ask = (
+        b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:Z="urn:memfs:test">'
+        b"<D:prop><Z:colour/></D:prop></D:propfind>"
+    )
+    answer = call(two, "PROPFIND", "/shared.md", ask, {"Depth": "0"})[2]
+    assert b"teal" in answer

@@ -3,7 +3,7 @@
 Order of a request: :class:`memfs.httpguard.Guard` (Host, Origin, the token as the Basic
 password off loopback), then a2wsgi's bridge into WSGI, then :class:`Door` (who acts,
 bounded bodies, one operation per request), then WsgiDAV with :class:`StoreProvider`
-and its lock and property managers.
+and the store-kept lock and property managers (:mod:`memfs.webdav.shared`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from memfs.actors import clean_actor
 from memfs.httpguard import Address, ASGIApp, Guard, Receive, Scope, Send
 from memfs.store.base import Act, Store
 from memfs.webdav.provider import ACTOR_KEY, StoreProvider
+from memfs.webdav.shared import StoreLocks, StoreProps
 
 # XML bodies (PROPFIND, PROPPATCH, LOCK) are a few hundred bytes from any real client.
 MAX_XML_BODY = 1 << 20
@@ -153,10 +154,9 @@ def dav_app(store: Store, prefix: str, user: str) -> WSGIApp:
     config: dict[str, Any] = {
         "provider_mapping": {"/": provider},
         "middleware_stack": [ErrorPrinter, RequestResolver],
-        # WsgiDAV's own in-process managers: locks and dead properties live as long
-        # as this server (see docs/webdav.md; kept in the store is still to do).
-        "lock_storage": True,
-        "property_manager": True,
+        # Locks and dead properties in the store: every server of it sees them.
+        "lock_storage": StoreLocks(store, prefix),
+        "property_manager": StoreProps(store, prefix),
         "http_authenticator": {"domain_controller": None},
         "simple_dc": {"user_mapping": {"*": True}},
         "verbose": 1,
