@@ -11,7 +11,9 @@ Writes are the store's own transactions:
   compare-and-set on it: a newer revision meanwhile is 412, never a lost update;
 - a PUT without one is a save of the whole file and follows the mount's merge rules
   (:func:`memfs.store.rebase.land`): merged against the revision this client last read
-  (its last GET), else against what was there when the request began;
+  (its last GET), else against what was there when the request began. A client is its
+  user and its program (``User-Agent``): two clients sharing both share that base, and
+  a save of one may then take back a line the other added after the shared read;
 - the body is bounded by the store's file cap while it arrives (413 past it);
 - MOVE is one store rename, so a directory moves in one transaction.
 
@@ -163,6 +165,11 @@ def _actor(environ: dict[str, Any]) -> str:
     actor = environ.get(ACTOR_KEY)
     assert isinstance(actor, str), "the door's middleware names every request's actor"
     return actor
+
+
+def _client(environ: dict[str, Any]) -> str:
+    """Who read a file, as far as HTTP tells: the actor and its program."""
+    return f"{_actor(environ)}\0{environ.get('HTTP_USER_AGENT', '')}"
 
 
 def _child(path: str, name: str) -> str:
@@ -320,7 +327,7 @@ class StoreFile(DAVNonCollection):  # type: ignore[misc]
             raise DAVError(HTTP_NOT_FOUND) from None
         except MemfsError as exc:
             raise dav_error(exc) from None
-        self.provider.saw(_actor(self.environ), self.where, entry.rev)
+        self.provider.saw(_client(self.environ), self.where, entry.rev)
         return io.BytesIO(data)
 
     def begin_write(self, *, content_type: str | None = None) -> _Body:
@@ -337,7 +344,7 @@ class StoreFile(DAVNonCollection):  # type: ignore[misc]
             if expected is not None:
                 entry = self.store.write(self.where, data, author=actor, expected_rev=expected)
             else:
-                base = self.provider.seen(actor, self.where)
+                base = self.provider.seen(_client(self.environ), self.where)
                 if base is None:
                     base = self.entry.rev
                 entry = land(
@@ -356,7 +363,7 @@ class StoreFile(DAVNonCollection):  # type: ignore[misc]
         except MemfsError as exc:
             raise dav_error(exc) from None
         self.entry = entry
-        self.provider.saw(actor, self.where, entry.rev)
+        self.provider.saw(_client(self.environ), self.where, entry.rev)
 
     def delete(self) -> None:
         try:
