@@ -323,3 +323,12 @@ def test_locks_and_properties_are_seen_by_every_server_of_the_store(
     )
     answer = call(two, "PROPFIND", "/shared.md", ask, {"Depth": "0"})[2]
     assert b"teal" in answer
+
+
+def test_a_range_is_served_as_206(webdav_server: Server, store_url: str) -> None:
+    dav = webdav_server(store_url)
+    data = bytes(range(256)) * 40
+    assert call(dav, "PUT", "/big.bin", data)[0] == 201
+    status, headers, body = call(dav, "GET", "/big.bin", headers={"Range": "bytes=1000-1999"})
+    assert (status, body) == (206, data[1000:2000])
+    assert headers["content-range"] == f"bytes 1000-1999/{len(data)}"
