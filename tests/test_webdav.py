@@ -332,3 +332,16 @@ def test_a_range_is_served_as_206(webdav_server: Server, store_url: str) -> None
     status, headers, body = call(dav, "GET", "/big.bin", headers={"Range": "bytes=1000-1999"})
     assert (status, body) == (206, data[1000:2000])
     assert headers["content-range"] == f"bytes 1000-1999/{len(data)}"
+
+
+def test_a_port_in_use_is_one_line(webdav_server: Server, store_url: str) -> None:
+    dav = webdav_server(store_url)
+    done = subprocess.run(
+        [MEMFS, "webdav", "--store", store_url, "--http", f"127.0.0.1:{dav.port}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the port is in use" in lines[0], done.stderr

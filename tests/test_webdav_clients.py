@@ -125,7 +125,8 @@ def test_davfs2_edits_land_as_operations(
         os.listdir(point)
     except OSError as exc:
         # davfs2 1.6.1 answers every readdir with EINVAL on some kernels (6.18 here),
-        # even of an empty directory: rm -rf, cp -r, tar and git need it.
+        # even of an empty directory and against other servers (rclone serve webdav
+        # too): rm -rf, cp -r, tar and git need it.
         readdir = f"readdir fails ({exc.strerror})"
     else:
         readdir = ""
