@@ -16,7 +16,7 @@ MOUNTPOINT ?=
 # the `memfs claude-code` tests drive (tests/fixtures/claude_code_model.py); pipx is how
 # a person installs memfs on PATH (the newcomer's test runs it). The script decides what
 # is missing.
-SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium nodejs npm pipx
+SYSTEM_PACKAGES := fuse3 libfuse3-3 libfuse2 rsync vim-tiny ripgrep postgresql chromium nodejs npm pipx litmus davfs2 rclone
 
 .PHONY: test run stop status lint docs wheel bench system-deps venv clean
 

@@ -15,11 +15,13 @@ checks every request before the app sees it:
   ports of the same machine are other origins too.
 - **The token**, when there is one, must come as ``Authorization: Bearer TOKEN`` (or,
   for a door that names a cookie, a session cookie, which a ``GET ...?token=TOKEN``
-  sets); otherwise 401. Comparisons take constant time. The cookie never holds the
-  token: it holds a random session this server minted at that login and keeps only
-  while it runs, under a name that includes the port (a browser sends a host's cookies
-  to every port of it, so what another port sees is no key to anything else). The
-  login sends the browser on to a path of this server only, never to ``//elsewhere``.
+  sets; for a door that takes Basic, ``memfs webdav``, as the Basic password, since
+  DAV clients send nothing else reliably); otherwise 401. Comparisons take constant
+  time. The cookie never holds the token: it holds a random session this server
+  minted at that login and keeps only while it runs, under a name that includes the
+  port (a browser sends a host's cookies to every port of it, so what another port
+  sees is no key to anything else). The login sends the browser on to a path of this
+  server only, never to ``//elsewhere``.
 
 Every response, refusals included, says it may not be framed (``X-Frame-Options:
 DENY`` and ``frame-ancestors 'none'``: no page elsewhere can trick a click on a button),
@@ -34,6 +36,8 @@ this machine does not have is one line for a person, not a traceback from the se
 
 from __future__ import annotations
 
+import base64
+import binascii
 import errno
 import hmac
 import html
@@ -184,13 +188,20 @@ class Guard:
     binds whatever port is free)."""
 
     def __init__(
-        self, app: ASGIApp, address: Address, token: str | None, *, cookie: str | None = None
+        self,
+        app: ASGIApp,
+        address: Address,
+        token: str | None,
+        *,
+        cookie: str | None = None,
+        basic: bool = False,
     ) -> None:
         self.app = app
         self.address = address
         self.token = token
         self.expected = f"Bearer {token}".encode() if token else b""
         self.cookie = cookie
+        self.basic = basic
         self.sessions: OrderedDict[str, None] = OrderedDict()
 
     def cookie_name(self, port: int) -> str:
@@ -225,6 +236,8 @@ class Guard:
         given = headers.get(b"authorization", b"")
         if hmac.compare_digest(given, self.expected):
             return True
+        if self.basic and self.token is not None and given[:6].lower() == b"basic ":
+            return hmac.compare_digest(_basic_password(given[6:]), self.token.encode())
         if self.cookie is not None and self.token is not None:
             value = _cookie(headers.get(b"cookie", b""), self.cookie_name(port))
             # A set lookup of a 32-byte random value: its timing tells nothing useful.
@@ -264,14 +277,19 @@ class Guard:
         if self.token is not None and not self._token_ok(headers, port):
             if await self._login(scope, send, port):
                 return
+            challenge = b'Basic realm="memfs"' if self.basic else b'Bearer realm="memfs"'
             await _refuse(
                 send,
                 headers,
                 401,
                 "unauthorized",
-                "send Authorization: Bearer TOKEN"
+                (
+                    "give the token as the password"
+                    if self.basic
+                    else "send Authorization: Bearer TOKEN"
+                )
                 + (", or open the address with ?token=TOKEN" if self.cookie else ""),
-                extra=[(b"www-authenticate", b'Bearer realm="memfs"')],
+                extra=[(b"www-authenticate", challenge)],
             )
             return
         await self.app(scope, receive, send)
@@ -312,6 +330,16 @@ def local_path(path: str) -> str:
     """``path`` as a redirect that stays on this server: ``//host/x`` and ``/\\host/x``
     are addresses elsewhere to a browser, so leading slashes collapse to one."""
     return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
+
+
+def _basic_password(value: bytes) -> bytes:
+    """The password of a Basic credential (``base64(user:password)``); b"" if malformed."""
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+    _, sep, password = decoded.partition(b":")
+    return password if sep else b""
 
 
 def _cookie(header: bytes, name: str) -> str:

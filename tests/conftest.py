@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.fixtures.clock",
     "tests.fixtures.mcp",
     "tests.fixtures.web",
+    "tests.fixtures.webdav",
     "tests.fixtures.claude_code",
     "tests.fixtures.claude_code_model",
 ]

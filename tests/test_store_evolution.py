@@ -81,17 +81,20 @@ def test_operations_recorded_before_the_command_field_take_it_from_their_actor(
     import sqlite3
 
     from memfs.history.author import act_for, author_for
-    from memfs.store import sqlite_schema
+    from memfs.store import evolution, sqlite_schema
 
     path = tmp_path / "memory.db"
     with open_store(path) as store:
         with store.acting(act_for("restore", "ann")):
             store.write("a.md", b"restored\n", author=author_for("restore", "ann"))
         store.write("b.md", b"b\n", author="memfs-bot")
-    # Back to the schema before the step: no command column.
+    # Back to the schema before the step: no command column, nor any later step's table.
+    steps_after = len(evolution.STEPS) - evolution.STEPS.index(evolution._operation_command)
+    assert [s.__name__ for s in evolution.STEPS[-steps_after + 1 :]] == ["_door_notes"]
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE operations DROP COLUMN command")
-    db.execute(f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - 1}")
+    db.execute("DROP TABLE door_notes")
+    db.execute(f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - steps_after}")
     db.commit()
     db.close()
     with open_store(path) as store:

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "search": "search",
     "mcp": "mcp",
     "web": "web",
+    "webdav": "webdav",
     "export": "transfer",
     "import": "transfer",
 }

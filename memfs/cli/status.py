@@ -259,6 +259,33 @@ def _mirrors(out: dict[str, list[dict[str, object]]] | None = None) -> None:
         click.echo(note)
 
 
+def _webdav(out: dict[str, list[dict[str, object]]] | None = None) -> None:
+    """The running WebDAV servers (``memfs webdav``): address, store, process."""
+    from memfs.webdav import running
+
+    live, _ = running.scan()
+    if out is not None:
+        for record in live:
+            out["webdav"].append(
+                {
+                    "url": record.url,
+                    "store": shown_url(record.store_url),
+                    "subtree": record.subtree,
+                    "pid": record.pid,
+                    "started": record.started,
+                }
+            )
+        return
+    if not live:
+        return  # a dead server leaves nothing to do: its record is cleaned up quietly
+    rows = [("WEBDAV", "STORE", "PID", "SINCE")]
+    for record in live:
+        where = shown_url(record.store_url) + (f" ({record.subtree}/)" if record.subtree else "")
+        rows.append((record.url, where, str(record.pid), _since(record.started)))
+    click.echo()
+    table(rows)
+
+
 def _one_store(url: str, as_json: bool = False) -> None:
     from memfs.cli import stores
     from memfs.cli.common import opened
@@ -286,22 +313,31 @@ def _one_store(url: str, as_json: bool = False) -> None:
 
 @click.command()
 @store_option("Show only this store's use against its caps (files, bytes, per file).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: mounts, mirrors, journals.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object: mounts, mirrors, journals, webdav."
+)
 def status(store_url: str | None, as_json: bool) -> None:
-    """List memfs mounts (mountpoint, store, daemon, size, log) and running mirrors,
-    with use against the caps of each capped store."""
+    """List memfs mounts (mountpoint, store, daemon, size, log), running mirrors and
+    WebDAV servers, with use against the caps of each capped store."""
     try:
         if store_url is not None:
             _one_store(store_url, as_json)
             return
         if as_json:
-            out: dict[str, list[dict[str, object]]] = {"mounts": [], "mirrors": [], "journals": []}
+            out: dict[str, list[dict[str, object]]] = {
+                "mounts": [],
+                "mirrors": [],
+                "journals": [],
+                "webdav": [],
+            }
             _mounts(out)
             _mirrors(out)
+            _webdav(out)
             click.echo(json.dumps(out, ensure_ascii=False))
             return
         _mounts()
         _mirrors()
+        _webdav()
     except MemfsError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -552,6 +552,29 @@ class Store(abc.ABC):
     # interval of its own keeps that.
     pushes_changes: bool = False
 
+    # --- doors' notes ------------------------------------------------------------
+    # Small text a door keeps beside the tree for every server of the store (WebDAV's
+    # locks and dead properties): not part of the tree, so no revision, no change
+    # record, no operation, and nothing history shows. ``space`` names the door's use;
+    # a note past ``expires_ns`` (by the store's clock) is gone.
+    @abc.abstractmethod
+    def note(self, space: str, key: str) -> str | None:
+        """The unexpired note ``key`` of ``space``, or None."""
+
+    @abc.abstractmethod
+    def notes(self, space: str, prefix: str = "") -> dict[str, str]:
+        """Every unexpired note of ``space`` whose key starts with ``prefix``."""
+
+    @abc.abstractmethod
+    def set_note(self, space: str, key: str, value: str, *, expires_ns: int | None = None) -> None:
+        """Keep ``value`` as note ``key`` of ``space`` (replacing one there), until
+        ``expires_ns`` if given. ReadOnlyStore on a read-only store."""
+
+    @abc.abstractmethod
+    def drop_notes(self, space: str, key: str, *, below: bool = False) -> int:
+        """Remove note ``key`` of ``space`` (``below``: every key starting with it);
+        how many went."""
+
     def pushed_upto(self) -> int:
         """The newest feed number this handle was told of by a store that pushes its
         changes (0 for one that does not): a follower whose own changes are all that

@@ -1237,6 +1237,33 @@ class SqlStore(Store):
             if tx.db.one(self.q.drop_checkpoint, {"name": name}) is None:
                 raise NotFound(f"there is no checkpoint named '{name}'")
 
+    def note(self, space: str, key: str) -> str | None:
+        row = self._one(self.q.note, {"s": space, "k": key, "now": self.clock()})
+        return None if row is None else str(row[0])
+
+    def notes(self, space: str, prefix: str = "") -> dict[str, str]:
+        rows = self._all(self.q.notes, {"s": space, "k": prefix, "now": self.clock()})
+        return {str(k): str(v) for k, v in rows}
+
+    def set_note(self, space: str, key: str, value: str, *, expires_ns: int | None = None) -> None:
+        with self._tx() as tx:
+            # Expired notes go as new ones come: a server that died holding locks
+            # leaves nothing that outlives their timeouts.
+            tx.db.run(self.q.drop_expired_notes, {"now": self.clock()})
+            tx.db.run(self.q.set_note, {"s": space, "k": key, "v": value, "exp": expires_ns})
+
+    def drop_notes(self, space: str, key: str, *, below: bool = False) -> int:
+        with self._tx() as tx:
+            params = {"s": space, "k": key}
+            # Every note at or below the key, expired ones too (they are removed alike).
+            gone = tx.db.all(self.q.notes, {**params, "now": -(2**62)})
+            if below:
+                tx.db.run(self.q.drop_notes_below, params)
+                return len(gone)
+            found = any(str(k) == key for k, _ in gone)
+            tx.db.run(self.q.drop_note, params)
+            return int(found)
+
     def redact(self, path: str, rev: int, *, author: str) -> list[Revision]:
         return keeping.redact(self, path, rev, author)
 

@@ -164,3 +164,17 @@ def _operation_command(ddl: Ddl) -> list[str]:
 
 
 STEPS.append(_operation_command)
+
+
+def _door_notes(ddl: Ddl) -> list[str]:
+    """What a door keeps beside the tree for every server of the store to see: WebDAV's
+    locks and dead properties (:meth:`memfs.store.base.Store.set_note`). Not part of
+    the tree: no revision, no change record, no operation."""
+    i, t, tk, tc = ddl.integer, ddl.text, ddl.tree_key, ddl.tree_column
+    return [
+        f"CREATE TABLE door_notes ({tk}space {t} NOT NULL, key {t} NOT NULL,"
+        f" value {t} NOT NULL, expires_ns {i}, PRIMARY KEY ({tc}space, key))"
+    ]
+
+
+STEPS.append(_door_notes)

@@ -277,6 +277,26 @@ class Statements:
             " ORDER BY seq, time_ns"
         )
         self.drop_checkpoint = r(f"DELETE FROM checkpoints WHERE {t()} name = :name RETURNING name")
+        # Doors' notes (Store.note): a key, or the keys below a prefix, unexpired.
+        live = "(expires_ns IS NULL OR expires_ns > :now)"
+        below = "substr(key, 1, length(:k)) = :k"
+        self.note = r(
+            f"SELECT value FROM door_notes WHERE {t()} space = :s AND key = :k AND {live}"
+        )
+        self.notes = r(
+            f"SELECT key, value FROM door_notes WHERE {t()} space = :s AND {below}"
+            f" AND {live} ORDER BY key"
+        )
+        self.set_note = r(
+            f"INSERT INTO door_notes ({tc}space, key, value, expires_ns)"
+            f" VALUES ({tv}:s, :k, :v, :exp) ON CONFLICT ({tc}space, key)"
+            " DO UPDATE SET value = excluded.value, expires_ns = excluded.expires_ns"
+        )
+        self.drop_note = r(f"DELETE FROM door_notes WHERE {t()} space = :s AND key = :k")
+        self.drop_notes_below = r(f"DELETE FROM door_notes WHERE {t()} space = :s AND {below}")
+        self.drop_expired_notes = r(
+            f"DELETE FROM door_notes WHERE {t()} expires_ns IS NOT NULL AND expires_ns <= :now"
+        )
         # Every revision row with what decides whether it is retained (invariant 6).
         self.all_revisions = r(
             f"SELECT r.path, {R_COLS}, e.kind, g.deleted_ns, g.trim_ns FROM revisions r"

@@ -370,6 +370,19 @@ class SubtreeStore(Store):
     def delete_checkpoint(self, name: str) -> None:
         self.base.delete_checkpoint(name)
 
+    # Doors' notes are the whole store's, as checkpoints are.
+    def note(self, space: str, key: str) -> str | None:
+        return self.base.note(space, key)
+
+    def notes(self, space: str, prefix: str = "") -> dict[str, str]:
+        return self.base.notes(space, prefix)
+
+    def set_note(self, space: str, key: str, value: str, *, expires_ns: int | None = None) -> None:
+        self.base.set_note(space, key, value, expires_ns=expires_ns)
+
+    def drop_notes(self, space: str, key: str, *, below: bool = False) -> int:
+        return self.base.drop_notes(space, key, below=below)
+
     def pushed_upto(self) -> int:
         return self.base.pushed_upto()
 
