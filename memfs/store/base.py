@@ -90,6 +90,8 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
     recorded when it was written: ``read``, ``read_revision`` and ``read_blob`` raise
     :class:`~memfs.errors.Damaged` (naming a path and revision) instead of returning
     other bytes, and :meth:`Store.verify` lists every damaged retained revision.
+    ``open_revision`` checks once, when the reader is opened, and its range reads
+    raise Damaged for stored bytes cut short since.
 
 11. **Read-only opening.** ``open_store(url, readonly=True)`` never creates, migrates or
     writes anything; every mutation (and :meth:`Store.mark_used`) raises
@@ -125,6 +127,7 @@ from pathlib import Path
 from typing import Literal
 
 from memfs.errors import NotFound
+from memfs.store.ranges import RevisionReader, WholeReader
 
 EntryKind = Literal["file", "dir", "symlink"]
 ChangeKind = Literal["create", "modify", "delete", "rename", "mkdir", "rmdir", "attr", "symlink"]
@@ -461,6 +464,15 @@ class Store(abc.ABC):
         """Content of revision ``rev`` of ``path``, for any revision ``history(path)``
         lists (tombstoned ones included); NotFound if it was never made at ``path`` or
         is no longer retained."""
+
+    def open_revision(self, path: str, rev: int) -> RevisionReader:
+        """Revision ``rev`` of ``path`` to read by byte range (:mod:`memfs.store.ranges`):
+        its bytes are checked against their SHA-256 once, here (Damaged, NotFound and
+        Redacted as :meth:`read_revision`), and each ``read(offset, size)`` of the
+        reader fetches only that range. Meant for large files: a reader of a file of
+        any size holds no more than a chunk of it. This default reads the revision
+        whole and slices it; a backend that can read stored ranges overrides it."""
+        return WholeReader(path, rev, self.read_revision(path, rev))
 
     @abc.abstractmethod
     def changes(

@@ -59,6 +59,7 @@ from memfs.store.base import (
 )
 from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
+from memfs.store.ranges import RevisionReader, StoredReader, WholeReader
 from memfs.store.rules import need_file, parent_of
 from memfs.store.sql import Backend, Cursor, GuessMissed, Params, Pending, Row, SearchIndex
 from memfs.store.statements import ALL, LOOK_FILE_NEW_NAME, Statements
@@ -678,6 +679,33 @@ class SqlStore(Store):
                 time_ns=int(found[9] or 0),
             )
         return self.content(path, rev, found[7], found[10], found[11])
+
+    def open_revision(self, path: str, rev: int) -> RevisionReader:
+        rows = self._all(self.q.history, {"p": path})
+        found = next((row for row in retention.visible(self, path, rows) if row[3] == rev), None)
+        if found is None:
+            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
+        if found[8] is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found[8]}",
+                path=path,
+                by=str(found[8]),
+                time_ns=int(found[9] or 0),
+            )
+        sha, size = str(found[7]), int(found[6])
+        extent = self._one(self.q.blob_extent, {"sha": sha})
+        if extent is None:
+            raise rules.damaged(path, rev, sha)  # no bytes at all: as content() says
+        if not extent[2]:
+            return WholeReader(path, rev, self.read_revision(path, rev))
+
+        def fetch(offset: int, n: int) -> bytes | None:
+            with self._reading() as db:
+                return self.d.slice(db, sha, offset, n)
+
+        return StoredReader(
+            path, rev, size, sha, fetch=fetch, packed=bool(extent[0]), stored=int(extent[1] or 0)
+        )
 
     def read_blob(self, sha256: str) -> bytes:
         with self._reading() as db:

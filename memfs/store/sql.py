@@ -143,6 +143,16 @@ class Dialect(Protocol):
 
     # (codec, content) of stored bytes by SHA-256 while a revision holds them; :sha.
     blob: str
+    # (packed, stored length, sliceable) of the stored bytes by SHA-256 while a revision
+    # holds them, without reading them; :sha. ``packed``: zlib-packed (put_blob's
+    # choice); ``sliceable``: :meth:`slice` reads only the range (else a reader reads
+    # the content whole).
+    blob_extent: str
+
+    def slice(self, db: Cursor, sha256: str, offset: int, size: int) -> bytes | None:
+        """Up to ``size`` of the stored bytes (as ``put_blob`` stored them, packed or
+        not) with this SHA-256, from ``offset``, reading only those; None when no
+        bytes are stored under it."""
 
     def drop_blob(self, db: Cursor, sha256: str) -> None:
         """Remove stored bytes for good (redaction), whatever still refers to them."""

@@ -31,7 +31,7 @@ from urllib.parse import quote
 from memfs.store.base import Usage
 from memfs.store.engine import SqlStore
 from memfs.store.sql import Cursor, Params
-from memfs.store.sqlite_conn import SqliteConnections
+from memfs.store.sqlite_conn import SqliteConnections, SqliteCursor
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_schema import translate
 from memfs.store.sqlite_search import SqliteSearch
@@ -82,6 +82,10 @@ class SqliteDialect:
     blob = (
         "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
         " WHERE br.sha256 = :sha AND br.refs > 0"
+    )
+    blob_extent = (
+        "SELECT b.codec = 1, length(b.content), 1 FROM blob_refs br JOIN blobs b"
+        " ON b.id = br.blob_id WHERE br.sha256 = :sha AND br.refs > 0"
     )
 
     _record = (
@@ -176,6 +180,33 @@ class SqliteDialect:
         if row is not None:
             db.run("DELETE FROM blobs WHERE id = :id", {"id": row[0]})
         db.run("DELETE FROM blob_refs WHERE sha256 = :sha", {"sha": sha256})
+
+    def slice(self, db: Cursor, sha256: str, offset: int, size: int) -> bytes | None:
+        # Incremental blob I/O reads only the pages of the range; substr() would load
+        # the whole value for every call.
+        assert isinstance(db, SqliteCursor)
+        conn = db.db
+        own = not conn.in_transaction  # the id and the bytes read from one snapshot
+        try:
+            if own:
+                conn.execute("BEGIN")
+            try:
+                row = conn.execute(
+                    "SELECT blob_id FROM blob_refs WHERE sha256 = :sha AND refs > 0",
+                    {"sha": sha256},
+                ).fetchone()
+                if row is None:
+                    return None
+                with conn.blobopen("blobs", "content", row[0], readonly=True) as blob:
+                    if offset >= len(blob):
+                        return b""
+                    blob.seek(offset)
+                    return blob.read(size)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise translate(e, db.path) from e
 
     def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
         if stored is None:

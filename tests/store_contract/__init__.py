@@ -25,6 +25,7 @@ from tests.store_contract.integrity import Damage, IntegrityContract
 from tests.store_contract.keeping import KeepingContract
 from tests.store_contract.model import ModelContract
 from tests.store_contract.operations import OperationsContract
+from tests.store_contract.ranges import RangesContract
 from tests.store_contract.rebase import RebaseContract
 from tests.store_contract.tree import TreeContract
 
@@ -40,6 +41,7 @@ class StoreContract(
     IntegrityContract,
     RebaseContract,
     OperationsContract,
+    RangesContract,
 ):
     @pytest.fixture
     def make_store(self) -> MakeStore:
