@@ -6,12 +6,26 @@ mount just saved or renamed is not fetched at all. Content only; entries live in
 Kept with the revision it is the content of: revisions are numbered once per tree and
 never change, so content is served only for the revision the entry shows now, and
 a copy left from before a change can never be served as its result.
+
+A file larger than a quarter of the cache (:meth:`ReadCache.keeps`) is not kept whole:
+it is read by range through a reader of its revision (:mod:`memfs.store.ranges`), kept
+here while the file is open, which checks the file's bytes once when it is opened and
+then fetches only what each request asks for. So the daemon's memory for reads stays
+bounded (the cache's bytes, plus about a chunk per open large file) whatever the size
+of the files read.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+
+from memfs.store.ranges import RevisionReader
+
+# Range readers kept at once (each holds at most a request and a chunk, or, from a
+# store that can only read whole revisions, its content: see MAX_READER_BYTES).
+MAX_READERS = 64
+MAX_READER_BYTES = 256 << 20
 
 
 class ReadCache:
@@ -22,7 +36,40 @@ class ReadCache:
         self._bytes = 0
         self._max_files = max_files
         self._max_bytes = max_bytes
+        self._readers: OrderedDict[tuple[str, int], RevisionReader] = OrderedDict()
         self._lock = threading.Lock()
+
+    def keeps(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes is kept whole (else read by range)."""
+        return size <= self._max_bytes // 4
+
+    def reader(self, path: str, rev: int) -> RevisionReader | None:
+        """The range reader of ``path`` at revision ``rev``, if one is open here."""
+        with self._lock:
+            found = self._readers.get((path, rev))
+            if found is not None:
+                self._readers.move_to_end((path, rev))
+            return found
+
+    def keep_reader(self, path: str, reader: RevisionReader) -> RevisionReader:
+        """Keep ``reader`` for ``path``; the one kept already if another thread opened
+        the same revision meanwhile."""
+        with self._lock:
+            key = (path, reader.rev)
+            kept = self._readers.setdefault(key, reader)
+            self._readers.move_to_end(key)
+            while len(self._readers) > 1 and (
+                len(self._readers) > MAX_READERS
+                or sum(r.held for r in self._readers.values()) > MAX_READER_BYTES
+            ):
+                self._readers.popitem(last=False)
+            return kept
+
+    def close_readers(self, path: str) -> None:
+        """The last handle on ``path`` closed: its next open checks its bytes again."""
+        with self._lock:
+            for key in [k for k in self._readers if k[0] == path]:
+                del self._readers[key]
 
     def get(self, path: str, rev: int) -> bytes | None:
         """``path``'s content at revision ``rev``, if kept."""
@@ -68,6 +115,9 @@ class ReadCache:
                 self._pop(path)
 
     def clear(self) -> None:
+        # Readers go too: one that read a revision whole would serve it after a
+        # redaction of it.
         with self._lock:
             self._items.clear()
             self._bytes = 0
+            self._readers.clear()

@@ -48,6 +48,11 @@ class RevisionReader:
         """Up to ``size`` bytes from ``offset`` (fewer past the end, b"" beyond it)."""
         raise NotImplementedError
 
+    @property
+    def held(self) -> int:
+        """About how many bytes of content the reader holds in memory at most."""
+        return 2 * CHUNK
+
 
 class WholeReader(RevisionReader):
     """A revision read whole (and checked) by the backend, served by slicing."""
@@ -61,6 +66,10 @@ class WholeReader(RevisionReader):
 
     def read(self, offset: int, size: int) -> bytes:
         return self._data[offset : offset + size]
+
+    @property
+    def held(self) -> int:
+        return self.size
 
 
 class StoredReader(RevisionReader):
