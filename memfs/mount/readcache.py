@@ -54,22 +54,26 @@ class ReadCache:
     def keep_reader(self, path: str, reader: RevisionReader) -> RevisionReader:
         """Keep ``reader`` for ``path``; the one kept already if another thread opened
         the same revision meanwhile."""
+        dropped: list[RevisionReader] = []
         with self._lock:
             key = (path, reader.rev)
             kept = self._readers.setdefault(key, reader)
+            if kept is not reader:
+                dropped.append(reader)
             self._readers.move_to_end(key)
             while len(self._readers) > 1 and (
                 len(self._readers) > MAX_READERS
                 or sum(r.held for r in self._readers.values()) > MAX_READER_BYTES
             ):
-                self._readers.popitem(last=False)
-            return kept
+                dropped.append(self._readers.popitem(last=False)[1])
+        _close(dropped)
+        return kept
 
     def close_readers(self, path: str) -> None:
         """The last handle on ``path`` closed: its next open checks its bytes again."""
         with self._lock:
-            for key in [k for k in self._readers if k[0] == path]:
-                del self._readers[key]
+            dropped = [self._readers.pop(k) for k in [k for k in self._readers if k[0] == path]]
+        _close(dropped)
 
     def get(self, path: str, rev: int) -> bytes | None:
         """``path``'s content at revision ``rev``, if kept."""
@@ -120,4 +124,13 @@ class ReadCache:
         with self._lock:
             self._items.clear()
             self._bytes = 0
+            dropped = list(self._readers.values())
             self._readers.clear()
+        _close(dropped)
+
+
+def _close(readers: list[RevisionReader]) -> None:
+    """Close readers no longer kept (a read still going on through one fails as the
+    file's would; the kernel asks again and the next read opens a new one)."""
+    for reader in readers:
+        reader.close()

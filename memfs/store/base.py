@@ -358,7 +358,7 @@ class Store(abc.ABC):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
@@ -375,6 +375,11 @@ class Store(abc.ABC):
         content takes the file's place as a new file renamed over it would, so the
         directory's times move as they do when a file is made (a save through a
         temporary file that never reached the store: memfs.mount.namespace).
+
+        ``data`` may be a ``bytearray`` (a door's buffer): it is stored without a copy
+        of it, so the caller must not change it until the call returns. A backend
+        streams large content into its storage in chunks rather than handing the
+        database one more copy of it.
         """
 
     @abc.abstractmethod

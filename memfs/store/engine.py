@@ -68,6 +68,22 @@ _MAX_SEQ = 2**63 - 1
 _T = TypeVar("_T")
 
 
+class _Sliced:
+    """:class:`memfs.store.sql.Slices` of one content through the dialect's ``slice``
+    on the store's usual connections (a backend with no handle of its own)."""
+
+    def __init__(self, store: SqlStore, sha256: str) -> None:
+        self._store = store
+        self._sha = sha256
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        with self._store._reading() as db:
+            return self._store.d.slice(db, self._sha, offset, size)
+
+    def close(self) -> None:
+        return None
+
+
 def _reached(records: Sequence[Mapping[str, object]]) -> list[str] | None:
     """The paths a transaction's records changed, or None where a change reached paths
     it has no record of (what a directory's rename moved). A removal records every path
@@ -699,13 +715,15 @@ class SqlStore(Store):
         if not extent[2]:
             return WholeReader(path, rev, self.read_revision(path, rev))
 
-        def fetch(offset: int, n: int) -> bytes | None:
-            with self._reading() as db:
-                return self.d.slice(db, sha, offset, n)
-
-        return StoredReader(
-            path, rev, size, sha, fetch=fetch, packed=bool(extent[0]), stored=int(extent[1] or 0)
-        )
+        slices = self.backend.open_slices(sha) or _Sliced(self, sha)
+        try:
+            return StoredReader(
+                path, rev, size, sha, fetch=slices.read, close=slices.close,
+                packed=bool(extent[0]), stored=int(extent[1] or 0),
+            )  # fmt: skip
+        except BaseException:
+            slices.close()
+            raise
 
     def read_blob(self, sha256: str) -> bytes:
         with self._reading() as db:
@@ -847,7 +865,7 @@ class SqlStore(Store):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
@@ -856,7 +874,8 @@ class SqlStore(Store):
         replace: bool = False,
     ) -> Entry:
         rel = rules.target(path)
-        data = bytes(data)
+        if not isinstance(data, (bytes, bytearray)):
+            data = bytes(data)  # a bytearray is taken as it is: no copy of a large file
         rules.check_size(rel, len(data), self.limits.max_file_bytes)
         sha = rules.sha256_of(data)
         now = self._now()
@@ -927,7 +946,7 @@ class SqlStore(Store):
         tx: Tx,
         path: str,
         rev: int,
-        data: bytes,
+        data: bytes | bytearray,
         sha: str,
         author: str,
         now: int,

@@ -188,7 +188,7 @@ class PgDialect:
             found = self._finishes[(appended, folded)] = head + self._counters
         return found
 
-    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+    def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         db.run(self._put, {"sha": sha256, "data": data})
 
     def drop_blob(self, db: Cursor, sha256: str) -> None:
@@ -323,6 +323,9 @@ class PgBackend(PgConnections):
             # Not the tables' owner: the server skips them with a warning.
             db.execute(f"ANALYZE {', '.join(f'memfs.{t}' for t in _ANALYZED)}".encode())
         self._analyzed_size = size
+
+    def open_slices(self, sha256: str) -> None:
+        return None  # a substring() per range on the pool's connections costs no more
 
     def close(self) -> None:
         super().close()

@@ -53,6 +53,10 @@ class RevisionReader:
         """About how many bytes of content the reader holds in memory at most."""
         return 2 * CHUNK
 
+    def close(self) -> None:
+        """Let go of what the reader holds in the store (reads after it may fail)."""
+        return None
+
 
 class WholeReader(RevisionReader):
     """A revision read whole (and checked) by the backend, served by slicing."""
@@ -86,12 +90,14 @@ class StoredReader(RevisionReader):
         fetch: Fetch,
         packed: bool,
         stored: int,
+        close: Callable[[], None] | None = None,
     ) -> None:
         self.path = path
         self.rev = rev
         self.size = size
         self.sha256 = sha256
         self._fetch = fetch
+        self._close = close
         self._packed = packed
         self._stored = stored
         self._lock = threading.Lock()
@@ -151,6 +157,10 @@ class StoredReader(RevisionReader):
         if len(got) != size:
             raise self._damaged()
         return got
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
 
 
 class _Inflater:

@@ -183,7 +183,7 @@ class SubtreeStore(Store):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
