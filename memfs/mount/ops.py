@@ -508,10 +508,7 @@ class MemfsOperations(NamespaceOps):
     def _ranged(self, p: str, rev: int) -> RevisionReader:
         """The range reader of revision ``rev`` of ``p``, opened (and its bytes checked)
         on the first read of it while the file is open here."""
-        reader = self._cache.reader(p, rev)
-        if reader is None:
-            reader = self._cache.keep_reader(p, self.store.open_revision(p, rev))
-        return reader
+        return self._cache.open_reader(p, rev, lambda: self.store.open_revision(p, rev))
 
     def _pinned(self, p: str, pin: Pin, offset: int, size: int) -> bytes | None:
         """What an open handle reads of the revision it pins, when the file moved on

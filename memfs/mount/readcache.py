@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from memfs.store.ranges import RevisionReader
 
@@ -37,6 +38,7 @@ class ReadCache:
         self._max_files = max_files
         self._max_bytes = max_bytes
         self._readers: OrderedDict[tuple[str, int], RevisionReader] = OrderedDict()
+        self._gates: dict[tuple[str, int], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def keeps(self, size: int) -> bool:
@@ -50,6 +52,27 @@ class ReadCache:
             if found is not None:
                 self._readers.move_to_end((path, rev))
             return found
+
+    def open_reader(
+        self, path: str, rev: int, opener: Callable[[], RevisionReader]
+    ) -> RevisionReader:
+        """The range reader of ``path`` at ``rev``, opened by ``opener`` if none is
+        kept. One thread opens it (the kernel's readahead sends several reads of a file
+        at once, and each open checks the whole file); the others wait for it."""
+        found = self.reader(path, rev)
+        if found is not None:
+            return found
+        with self._lock:
+            gate = self._gates.setdefault((path, rev), threading.Lock())
+        try:
+            with gate:
+                found = self.reader(path, rev)
+                if found is None:
+                    found = self.keep_reader(path, opener())
+                return found
+        finally:
+            with self._lock:
+                self._gates.pop((path, rev), None)
 
     def keep_reader(self, path: str, reader: RevisionReader) -> RevisionReader:
         """Keep ``reader`` for ``path``; the one kept already if another thread opened
