@@ -26,6 +26,7 @@ import contextlib
 import sqlite3
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -242,8 +243,29 @@ class SqliteDialect:
 
 
 # How long a range handle keeps its blob open (and with it a read snapshot, which the
-# WAL cannot be restarted behind) before it opens it again.
+# WAL cannot be restarted behind) before it opens it again, or, idle, closes it.
 _HOLD_S = 2.0
+_live: weakref.WeakSet[BlobSlices] = weakref.WeakSet()
+_reaper_lock = threading.Lock()
+_reaper: threading.Thread | None = None
+
+
+def _reap() -> None:
+    """Close the blob handles of range readers left idle (a file open and not read:
+    nobody else would release its snapshot)."""
+    while True:
+        time.sleep(_HOLD_S / 2)
+        for slices in list(_live):
+            slices.idle()
+
+
+def _watch(slices: BlobSlices) -> None:
+    global _reaper
+    with _reaper_lock:
+        _live.add(slices)
+        if _reaper is None:
+            _reaper = threading.Thread(target=_reap, name="memfs-blob-reaper", daemon=True)
+            _reaper.start()
 
 
 class BlobSlices:
@@ -260,8 +282,10 @@ class BlobSlices:
         self._db: sqlite3.Connection | None = None
         self._blob: sqlite3.Blob | None = None
         self._opened = 0.0
+        self._used = 0.0
         self._closed = False
         self._lock = threading.Lock()
+        _watch(self)
 
     def _open(self) -> sqlite3.Blob | None:
         if self._blob is not None:
@@ -292,6 +316,7 @@ class BlobSlices:
                     blob = self._open()
                 if blob is None:
                     return None
+                self._used = time.monotonic()
                 if offset >= len(blob):
                     return b""
                 blob.seek(offset)
@@ -299,7 +324,21 @@ class BlobSlices:
             except sqlite3.Error as e:
                 raise translate(e, self._backend.path) from e
 
+    def idle(self) -> None:
+        """Close the blob handle if no range was read for a while (the next read opens
+        it again)."""
+        if not self._lock.acquire(blocking=False):
+            return  # reading now
+        try:
+            if self._blob is not None and time.monotonic() - self._used > _HOLD_S:
+                with contextlib.suppress(sqlite3.Error):
+                    self._blob.close()
+                self._blob = None
+        finally:
+            self._lock.release()
+
     def close(self) -> None:
+        _live.discard(self)
         with self._lock:
             self._closed = True
             blob, db, self._blob, self._db = self._blob, None, None, None
