@@ -495,9 +495,15 @@ class MemfsOperations(NamespaceOps):
             if not self._cache.keeps(entry.size):
                 # Too large to keep whole: read by range (memfs.store.ranges), the
                 # file's bytes checked once while it is open, not per request.
-                data = self._ranged(p, entry.rev).read(offset, size)
+                try:
+                    reader = self._ranged(p, entry.rev)
+                except errors.NotFound:
+                    # The entry known here is older than the file, and its revision
+                    # no longer kept: read what is there.
+                    entry = self.store.stat(p)
+                    reader = self._ranged(p, entry.rev)
                 self._handles.served(p, pin, entry.rev)
-                return data
+                return reader.read(offset, size)
             data, known = self.store.read(p)
             # Kept for the reads that follow (a file's next requests, a handler's edit
             # that renames over the file it just read; see _keep_open_data).
@@ -528,7 +534,10 @@ class MemfsOperations(NamespaceOps):
             except errors.NotFound:
                 return None
             if self._cache.keeps(opened.size):
-                data = opened.read(0, opened.size)
+                try:
+                    data = opened.read(0, opened.size)
+                finally:
+                    opened.close()
                 self._cache.put_revision(p, pin.rev, data)
                 self._handles.served(p, pin, pin.rev)
                 return data[offset : offset + size]

@@ -59,7 +59,7 @@ from memfs.store.base import (
 )
 from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
-from memfs.store.ranges import RevisionReader, StoredReader, WholeReader
+from memfs.store.ranges import SMALL_CONTENT, RevisionReader, StoredReader, WholeReader
 from memfs.store.rules import need_file, parent_of
 from memfs.store.sql import Backend, Cursor, GuessMissed, Params, Pending, Row, SearchIndex
 from memfs.store.statements import ALL, LOOK_FILE_NEW_NAME, Statements
@@ -712,7 +712,7 @@ class SqlStore(Store):
         extent = self._one(self.q.blob_extent, {"sha": sha})
         if extent is None:
             raise rules.damaged(path, rev, sha)  # no bytes at all: as content() says
-        if not extent[2]:
+        if not extent[2] or size <= SMALL_CONTENT:
             return WholeReader(path, rev, self.read_revision(path, rev))
 
         slices = self.backend.open_slices(sha) or _Sliced(self, sha)

@@ -30,6 +30,9 @@ from memfs.store.rules import damaged
 
 # Stored bytes are fetched in chunks this large to check them and to inflate them.
 CHUNK = 1 << 20
+# Content no larger is read whole by one query and served by slicing (a reader of its
+# own, a connection and a blob handle, would cost more than it saves).
+SMALL_CONTENT = 1 << 20
 
 # fetch(offset, size) -> up to size stored bytes from offset (fewer only at the end), or
 # None when the content is no longer stored.
