@@ -20,9 +20,9 @@ def test_only_the_newest_handles_are_kept() -> None:
 def test_a_released_handle_is_gone() -> None:
     h = Handles()
     a, b = h.new("x"), h.new("x")
-    h.release(a)
+    assert h.release(a) is None  # another handle still has it open
     assert h.open_on("x") == [b]
-    h.release(b)
+    assert h.release(b) == "x"  # its last handle: the path's readers may go
     assert h.open_on("x") == [] and len(h) == 0
 
 

@@ -89,7 +89,7 @@ class SavesDuringCopies(SqliteStore):
         super().__init__(path)
         self.rig, self.saves, self.saved = rig, saves, 0
 
-    def write(self, path: str, data: bytes, **kwargs: object) -> Entry:
+    def write(self, path: str, data: bytes | bytearray, **kwargs: object) -> Entry:
         entry = super().write(path, data, **kwargs)  # type: ignore[arg-type]
         if path.startswith("plan.conflict-") and self.saved < self.saves:
             self.saved += 1

@@ -167,10 +167,14 @@ class Handles:
             if not fhs:
                 del self._by_path[path]
 
-    def release(self, fh: int) -> None:
+    def release(self, fh: int) -> str | None:
+        """Free ``fh``; the path it was open on when no other handle is open on it
+        now (its last reader closed), else None."""
         with self._lock:
+            path = self._paths.get(fh)
             self._drop_path(fh)
             self._orphans.pop(fh, None)
+            return None if path is None or path in self._by_path else path
 
     def open_on(self, path: str) -> list[int]:
         with self._lock:

@@ -42,6 +42,7 @@ from memfs.mount.reads import ReadRevisions
 from memfs.mount.writes import Buffer, Health, PendingWrites, Purged, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
+from memfs.store.ranges import RevisionReader
 
 __all__ = ["MemfsOperations", "MountOptions", "errno_of"]
 
@@ -485,35 +486,64 @@ class MemfsOperations(NamespaceOps):
         # the revision whose content may be kept from a read or a save through here.
         known = self._meta.entry(p)
         if pin is not None and pin.rev and (known is None or known.rev != pin.rev):
-            pinned = self._pinned(p, pin)
+            pinned = self._pinned(p, pin, offset, size)
             if pinned is not None:
-                return pinned[offset : offset + size]
+                return pinned
         data = None if known is None else self._cache.get(p, known.rev)
         if data is None or known is None:
+            entry = self._stat(p) if known is None else known
+            if not self._cache.keeps(entry.size):
+                # Too large to keep whole: read by range (memfs.store.ranges), the
+                # file's bytes checked once while it is open, not per request.
+                try:
+                    reader = self._ranged(p, entry.rev)
+                except errors.NotFound:
+                    # The entry known here is older than the file, and its revision
+                    # no longer kept: read what is there.
+                    entry = self.store.stat(p)
+                    reader = self._ranged(p, entry.rev)
+                self._handles.served(p, pin, entry.rev)
+                return reader.read(offset, size)
             data, known = self.store.read(p)
-            # Kept for the reads that follow (a large file's next requests, a handler's
-            # edit that renames over the file it just read; see _keep_open_data).
+            # Kept for the reads that follow (a file's next requests, a handler's edit
+            # that renames over the file it just read; see _keep_open_data).
             self._cache.put(p, known.rev, data)
         self._handles.served(p, pin, known.rev)
         return data[offset : offset + size]
 
-    def _pinned(self, p: str, pin: Pin) -> bytes | None:
-        """The revision an open handle reads, when the file moved on since it was opened
-        (another mount, host or door committed); None when that is what is there now,
-        or when the revision is no longer kept (then the handle reads what is there)."""
+    def _ranged(self, p: str, rev: int) -> RevisionReader:
+        """The range reader of revision ``rev`` of ``p``, opened (and its bytes checked)
+        on the first read of it while the file is open here."""
+        return self._cache.open_reader(p, rev, lambda: self.store.open_revision(p, rev))
+
+    def _pinned(self, p: str, pin: Pin, offset: int, size: int) -> bytes | None:
+        """What an open handle reads of the revision it pins, when the file moved on
+        since it was opened (another mount, host or door committed); None when that is
+        what is there now, or when the revision is no longer kept (then the handle reads
+        what is there)."""
         cached = self._cache.get_revision(p, pin.rev)
         if cached is not None:
             self._handles.served(p, pin, pin.rev)
-            return cached
-        if self._stat(p).rev == pin.rev:
-            return None  # what is there: the ordinary path caches it
-        try:
-            data = self.store.read_revision(p, pin.rev)
-        except errors.NotFound:
-            return None
-        self._cache.put_revision(p, pin.rev, data)
+            return cached[offset : offset + size]
+        reader = self._cache.reader(p, pin.rev)
+        if reader is None:
+            if self._stat(p).rev == pin.rev:
+                return None  # what is there: the ordinary path reads it
+            try:
+                opened = self.store.open_revision(p, pin.rev)
+            except errors.NotFound:
+                return None
+            if self._cache.keeps(opened.size):
+                try:
+                    data = opened.read(0, opened.size)
+                finally:
+                    opened.close()
+                self._cache.put_revision(p, pin.rev, data)
+                self._handles.served(p, pin, pin.rev)
+                return data[offset : offset + size]
+            reader = self._cache.keep_reader(p, opened)
         self._handles.served(p, pin, pin.rev)
-        return data
+        return reader.read(offset, size)
 
     @op
     def statfs(self, path: str) -> dict[str, int]:
@@ -562,7 +592,9 @@ class MemfsOperations(NamespaceOps):
 
     @op
     def release(self, path: str | None, fh: int) -> int:
-        self._handles.release(fh)
+        closed = self._handles.release(fh)
+        if closed is not None:
+            self._cache.close_readers(closed)
         return 0
 
     @op

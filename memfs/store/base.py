@@ -90,6 +90,8 @@ Invariants (the shared contract suite in ``tests/store_contract/`` checks each o
     recorded when it was written: ``read``, ``read_revision`` and ``read_blob`` raise
     :class:`~memfs.errors.Damaged` (naming a path and revision) instead of returning
     other bytes, and :meth:`Store.verify` lists every damaged retained revision.
+    ``open_revision`` checks once, when the reader is opened, and its range reads
+    raise Damaged for stored bytes cut short since.
 
 11. **Read-only opening.** ``open_store(url, readonly=True)`` never creates, migrates or
     writes anything; every mutation (and :meth:`Store.mark_used`) raises
@@ -126,6 +128,7 @@ from pathlib import Path
 from typing import Literal
 
 from memfs.errors import NotFound
+from memfs.store.ranges import RevisionReader, WholeReader
 
 EntryKind = Literal["file", "dir", "symlink"]
 ChangeKind = Literal["create", "modify", "delete", "rename", "mkdir", "rmdir", "attr", "symlink"]
@@ -361,7 +364,7 @@ class Store(abc.ABC):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
@@ -378,6 +381,11 @@ class Store(abc.ABC):
         content takes the file's place as a new file renamed over it would, so the
         directory's times move as they do when a file is made (a save through a
         temporary file that never reached the store: memfs.mount.namespace).
+
+        ``data`` may be a ``bytearray`` (a door's buffer): it is stored without a copy
+        of it, so the caller must not change it until the call returns. A backend
+        streams large content into its storage in chunks rather than handing the
+        database one more copy of it.
         """
 
     @abc.abstractmethod
@@ -467,6 +475,15 @@ class Store(abc.ABC):
         """Content of revision ``rev`` of ``path``, for any revision ``history(path)``
         lists (tombstoned ones included); NotFound if it was never made at ``path`` or
         is no longer retained."""
+
+    def open_revision(self, path: str, rev: int) -> RevisionReader:
+        """Revision ``rev`` of ``path`` to read by byte range (:mod:`memfs.store.ranges`):
+        its bytes are checked against their SHA-256 once, here (Damaged, NotFound and
+        Redacted as :meth:`read_revision`), and each ``read(offset, size)`` of the
+        reader fetches only that range. Meant for large files: a reader of a file of
+        any size holds no more than a chunk of it. This default reads the revision
+        whole and slices it; a backend that can read stored ranges overrides it."""
+        return WholeReader(path, rev, self.read_revision(path, rev))
 
     @abc.abstractmethod
     def changes(

@@ -59,12 +59,29 @@ from memfs.store.base import (
 )
 from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
+from memfs.store.ranges import SMALL_CONTENT, RevisionReader, StoredReader, WholeReader
 from memfs.store.rules import need_file, parent_of
 from memfs.store.sql import Backend, Cursor, GuessMissed, Params, Pending, Row, SearchIndex
 from memfs.store.statements import ALL, LOOK_FILE_NEW_NAME, Statements
 
 _MAX_SEQ = 2**63 - 1
 _T = TypeVar("_T")
+
+
+class _Sliced:
+    """:class:`memfs.store.sql.Slices` of one content through the dialect's ``slice``
+    on the store's usual connections (a backend with no handle of its own)."""
+
+    def __init__(self, store: SqlStore, sha256: str) -> None:
+        self._store = store
+        self._sha = sha256
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        with self._store._reading() as db:
+            return self._store.d.slice(db, self._sha, offset, size)
+
+    def close(self) -> None:
+        return None
 
 
 def _reached(records: Sequence[Mapping[str, object]]) -> list[str] | None:
@@ -680,6 +697,35 @@ class SqlStore(Store):
             )
         return self.content(path, rev, found[7], found[10], found[11])
 
+    def open_revision(self, path: str, rev: int) -> RevisionReader:
+        rows = self._all(self.q.history, {"p": path})
+        found = next((row for row in retention.visible(self, path, rows) if row[3] == rev), None)
+        if found is None:
+            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
+        if found[8] is not None:
+            raise Redacted(
+                f"revision {rev} of '{path}' was redacted by {found[8]}",
+                path=path,
+                by=str(found[8]),
+                time_ns=int(found[9] or 0),
+            )
+        sha, size = str(found[7]), int(found[6])
+        extent = self._one(self.q.blob_extent, {"sha": sha})
+        if extent is None:
+            raise rules.damaged(path, rev, sha)  # no bytes at all: as content() says
+        if not extent[2] or size <= SMALL_CONTENT:
+            return WholeReader(path, rev, self.read_revision(path, rev))
+
+        slices = self.backend.open_slices(sha) or _Sliced(self, sha)
+        try:
+            return StoredReader(
+                path, rev, size, sha, fetch=slices.read, close=slices.close,
+                packed=bool(extent[0]), stored=int(extent[1] or 0),
+            )  # fmt: skip
+        except BaseException:
+            slices.close()
+            raise
+
     def read_blob(self, sha256: str) -> bytes:
         with self._reading() as db:
             row = db.one(self.q.blob, {"sha": sha256})
@@ -823,7 +869,7 @@ class SqlStore(Store):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
@@ -832,7 +878,8 @@ class SqlStore(Store):
         replace: bool = False,
     ) -> Entry:
         rel = rules.target(path)
-        data = bytes(data)
+        if not isinstance(data, (bytes, bytearray)):
+            data = bytes(data)  # a bytearray is taken as it is: no copy of a large file
         rules.check_size(rel, len(data), self.limits.max_file_bytes)
         sha = rules.sha256_of(data)
         now = self._now()
@@ -903,7 +950,7 @@ class SqlStore(Store):
         tx: Tx,
         path: str,
         rev: int,
-        data: bytes,
+        data: bytes | bytearray,
         sha: str,
         author: str,
         now: int,

@@ -60,6 +60,13 @@ class PgDialect:
     )
     usage = "SELECT files, dirs, bytes FROM trees WHERE id = :tree"
     blob = "SELECT 0, content FROM blobs WHERE tree = :tree AND sha256 = :sha"
+    # octet_length and pg_column_size read the sizes; neither detoasts the value. A
+    # value PostgreSQL compressed (TOAST, the column's default storage) is not cut
+    # cheaply: substring() inflates it from its start every time, so it is read whole.
+    blob_extent = (
+        "SELECT false, octet_length(content), pg_column_size(content) >= octet_length(content)"
+        " FROM blobs WHERE tree = :tree AND sha256 = :sha"
+    )
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
@@ -100,6 +107,12 @@ class PgDialect:
             " WHERE blobs.content IS DISTINCT FROM excluded.content"
         )
         self._drop = self.render("DELETE FROM blobs WHERE tree = :tree AND sha256 = :sha")
+        # substring() of a value stored uncompressed fetches only the TOAST chunks of
+        # the range.
+        self._slice = self.render(
+            "SELECT substring(content FROM :start FOR :n) FROM blobs"
+            " WHERE tree = :tree AND sha256 = :sha"
+        )
 
     def t(self, alias: str = "") -> str:
         return f"{alias}.tree = :tree AND " if alias else "tree = :tree AND "
@@ -175,11 +188,15 @@ class PgDialect:
             found = self._finishes[(appended, folded)] = head + self._counters
         return found
 
-    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+    def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         db.run(self._put, {"sha": sha256, "data": data})
 
     def drop_blob(self, db: Cursor, sha256: str) -> None:
         db.run(self._drop, {"sha": sha256})
+
+    def slice(self, db: Cursor, sha256: str, offset: int, size: int) -> bytes | None:
+        row = db.one(self._slice, {"sha": sha256, "start": offset + 1, "n": size})
+        return None if row is None else bytes(row[0])
 
     def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
         return b"" if stored is None else bytes(stored)
@@ -306,6 +323,9 @@ class PgBackend(PgConnections):
             # Not the tables' owner: the server skips them with a warning.
             db.execute(f"ANALYZE {', '.join(f'memfs.{t}' for t in _ANALYZED)}".encode())
         self._analyzed_size = size
+
+    def open_slices(self, sha256: str) -> None:
+        return None  # a substring() per range on the pool's connections costs no more
 
     def close(self) -> None:
         super().close()

@@ -273,7 +273,7 @@ def unpack_target(stored: str | None) -> str | None:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def sha256_of(data: bytes) -> str:
+def sha256_of(data: bytes | bytearray) -> str:
     return hashlib.sha256(data).hexdigest()
 
 

@@ -138,11 +138,21 @@ class Dialect(Protocol):
         what the transaction changed in its totals (``grown``: files, directories,
         bytes) and wake followers (a server's NOTIFY)."""
 
-    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+    def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         """Store ``data`` under its SHA-256 unless it is stored already."""
 
     # (codec, content) of stored bytes by SHA-256 while a revision holds them; :sha.
     blob: str
+    # (packed, stored length, sliceable) of the stored bytes by SHA-256 while a revision
+    # holds them, without reading them; :sha. ``packed``: zlib-packed (put_blob's
+    # choice); ``sliceable``: :meth:`slice` reads only the range (else a reader reads
+    # the content whole).
+    blob_extent: str
+
+    def slice(self, db: Cursor, sha256: str, offset: int, size: int) -> bytes | None:
+        """Up to ``size`` of the stored bytes (as ``put_blob`` stored them, packed or
+        not) with this SHA-256, from ``offset``, reading only those; None when no
+        bytes are stored under it."""
 
     def drop_blob(self, db: Cursor, sha256: str) -> None:
         """Remove stored bytes for good (redaction), whatever still refers to them."""
@@ -151,11 +161,21 @@ class Dialect(Protocol):
         """The bytes ``put_blob`` stored as ``(codec, stored)``."""
 
 
+class Slices(Protocol):
+    """Ranges of one content's stored bytes, read through a handle of their own that
+    stays open between reads (see :meth:`Backend.open_slices`)."""
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        """:meth:`Dialect.slice` of this content."""
+
+    def close(self) -> None: ...
+
+
 class SearchIndex(Protocol):
     """A backend's full-text index, kept in each writing transaction
     (:mod:`memfs.store.sqlite_search`); the store's search otherwise reads every file."""
 
-    def take(self, db: Cursor, path: str, sha256: str, data: bytes) -> None:
+    def take(self, db: Cursor, path: str, sha256: str, data: bytes | bytearray) -> None:
         """Index ``data``, now the content of file ``path``, in the caller's transaction."""
 
     def search(self, query: str, path: str, *, regex: bool, limit: int) -> list[SearchHit]: ...
@@ -210,6 +230,11 @@ class Backend(Protocol):
 
     def pushed_upto(self) -> int:
         """:meth:`memfs.store.base.Store.pushed_upto`."""
+
+    def open_slices(self, sha256: str) -> Slices | None:
+        """A handle reading ranges of this content's stored bytes that is cheaper than
+        a :meth:`Dialect.slice` per range (SQLite: an open blob handle), or None to read
+        each range with :meth:`Dialect.slice` on the usual connections."""
 
     def defer_maintenance(self) -> None: ...
 

@@ -22,7 +22,11 @@ SHA-256 counted by ``blob_refs`` (triggers on ``revisions``). URL forms and opti
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
+import time
+import weakref
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,7 +35,7 @@ from urllib.parse import quote
 from memfs.store.base import Usage
 from memfs.store.engine import SqlStore
 from memfs.store.sql import Cursor, Params
-from memfs.store.sqlite_conn import SqliteConnections
+from memfs.store.sqlite_conn import SqliteConnections, SqliteCursor
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_schema import translate
 from memfs.store.sqlite_search import SqliteSearch
@@ -43,9 +47,12 @@ __all__ = ["SqliteDialect", "SqliteStore", "open_sqlite"]
 RAW, ZLIB = 0, 1
 _PACK_FROM = 4096
 _SAMPLE = 64 << 10
+# Content at least this large goes into its row in chunks of _STREAM_CHUNK.
+_STREAM_FROM = 4 << 20
+_STREAM_CHUNK = 1 << 20
 
 
-def pack_blob(data: bytes) -> tuple[int, bytes]:
+def pack_blob(data: bytes | bytearray) -> tuple[int, bytes | bytearray]:
     """``(codec, stored)`` for ``data``: zlib (level 1) where it saves at least an
     eighth. Files written at offsets (holes of zeros, repeated patterns) and text shrink
     many times over, and every commit writes its blob twice (WAL, then checkpoint); a
@@ -82,6 +89,10 @@ class SqliteDialect:
     blob = (
         "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
         " WHERE br.sha256 = :sha AND br.refs > 0"
+    )
+    blob_extent = (
+        "SELECT b.codec = 1, length(b.content), 1 FROM blob_refs br JOIN blobs b"
+        " ON b.id = br.blob_id WHERE br.sha256 = :sha AND br.refs > 0"
     )
 
     _record = (
@@ -139,7 +150,7 @@ class SqliteDialect:
             {"rev": rev, "files": grown.files, "dirs": grown.dirs, "bytes": grown.bytes},
         )
 
-    def put_blob(self, db: Cursor, sha256: str, data: bytes) -> None:
+    def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         held = db.one(
             "SELECT b.id, b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
             " WHERE br.sha256 = :sha",
@@ -158,11 +169,27 @@ class SqliteDialect:
                 )
             return
         codec, stored = pack_blob(data)
-        row = db.one(
-            "INSERT INTO blobs (codec, content) VALUES (:codec, :content) RETURNING id",
-            {"codec": codec, "content": stored},
-        )
-        assert row is not None
+        if len(stored) < _STREAM_FROM:
+            row = db.one(
+                "INSERT INTO blobs (codec, content) VALUES (:codec, :content) RETURNING id",
+                {"codec": codec, "content": stored},
+            )
+            assert row is not None
+        else:
+            # Bound as a parameter, the bytes would be copied whole into SQLite first:
+            # the row is made at its size and filled in chunks by incremental blob I/O.
+            row = db.one(
+                "INSERT INTO blobs (codec, content) VALUES (:codec, zeroblob(:n)) RETURNING id",
+                {"codec": codec, "n": len(stored)},
+            )
+            assert row is not None and isinstance(db, SqliteCursor)
+            view = memoryview(stored)
+            try:
+                with db.db.blobopen("blobs", "content", row[0]) as blob:
+                    for start in range(0, len(view), _STREAM_CHUNK):
+                        blob.write(view[start : start + _STREAM_CHUNK])
+            except sqlite3.Error as e:
+                raise translate(e, db.path) from e
         # refs starts at 0: the revision row's insert trigger counts it.
         db.run(
             "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (:sha, :id, 0)",
@@ -177,6 +204,33 @@ class SqliteDialect:
             db.run("DELETE FROM blobs WHERE id = :id", {"id": row[0]})
         db.run("DELETE FROM blob_refs WHERE sha256 = :sha", {"sha": sha256})
 
+    def slice(self, db: Cursor, sha256: str, offset: int, size: int) -> bytes | None:
+        # Incremental blob I/O reads only the pages of the range; substr() would load
+        # the whole value for every call.
+        assert isinstance(db, SqliteCursor)
+        conn = db.db
+        own = not conn.in_transaction  # the id and the bytes read from one snapshot
+        try:
+            if own:
+                conn.execute("BEGIN")
+            try:
+                row = conn.execute(
+                    "SELECT blob_id FROM blob_refs WHERE sha256 = :sha AND refs > 0",
+                    {"sha": sha256},
+                ).fetchone()
+                if row is None:
+                    return None
+                with conn.blobopen("blobs", "content", row[0], readonly=True) as blob:
+                    if offset >= len(blob):
+                        return b""
+                    blob.seek(offset)
+                    return blob.read(size)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise translate(e, db.path) from e
+
     def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
         if stored is None:
             return b""
@@ -186,6 +240,113 @@ class SqliteDialect:
             except zlib.error as e:
                 raise ValueError(f"packed content does not unpack: {e}") from e
         return bytes(stored)
+
+
+# How long a range handle keeps its blob open (and with it a read snapshot, which the
+# WAL cannot be restarted behind) before it opens it again, or, idle, closes it.
+_HOLD_S = 2.0
+_live: weakref.WeakSet[BlobSlices] = weakref.WeakSet()
+_reaper_lock = threading.Lock()
+_reaper: threading.Thread | None = None
+
+
+def _reap() -> None:
+    """Close the blob handles of range readers left idle (a file open and not read:
+    nobody else would release its snapshot)."""
+    while True:
+        time.sleep(_HOLD_S / 2)
+        for slices in list(_live):
+            slices.idle()
+
+
+def _watch(slices: BlobSlices) -> None:
+    global _reaper
+    with _reaper_lock:
+        _live.add(slices)
+        if _reaper is None:
+            _reaper = threading.Thread(target=_reap, name="memfs-blob-reaper", daemon=True)
+            _reaper.start()
+
+
+class BlobSlices:
+    """Ranges of one content's stored bytes through a connection of its own whose blob
+    handle stays open between reads: SQLite finds a blob's pages by walking its
+    overflow chain from the first, and an open handle remembers the pages it passed, so
+    a sequential read of a large file walks the chain once instead of once per range.
+    The handle holds a read snapshot (a WAL checkpoint cannot restart behind it), so it
+    is opened again every :data:`_HOLD_S` seconds, and closed with the reader."""
+
+    def __init__(self, backend: SqliteBackend, sha256: str) -> None:
+        self._backend = backend
+        self._sha = sha256
+        self._db: sqlite3.Connection | None = None
+        self._blob: sqlite3.Blob | None = None
+        self._opened = 0.0
+        self._used = 0.0
+        self._closed = False
+        self._lock = threading.Lock()
+        _watch(self)
+
+    def _open(self) -> sqlite3.Blob | None:
+        if self._blob is not None:
+            self._blob.close()
+            self._blob = None
+        if self._db is None:
+            self._db = self._backend.own_connection()
+        row = self._db.execute(
+            "SELECT blob_id FROM blob_refs WHERE sha256 = :sha AND refs > 0", {"sha": self._sha}
+        ).fetchone()
+        if row is None:
+            return None
+        try:
+            self._blob = self._db.blobopen("blobs", "content", row[0], readonly=True)
+        except sqlite3.OperationalError:
+            return None  # removed between the two (redacted)
+        self._opened = time.monotonic()
+        return self._blob
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        with self._lock:
+            if self._closed:  # a read that raced the close: on the thread's connection
+                with self._backend.reading() as db:
+                    return self._backend.dialect.slice(db, self._sha, offset, size)
+            try:
+                blob = self._blob
+                if blob is None or time.monotonic() - self._opened > _HOLD_S:
+                    blob = self._open()
+                if blob is None:
+                    return None
+                self._used = time.monotonic()
+                if offset >= len(blob):
+                    return b""
+                blob.seek(offset)
+                return blob.read(size)
+            except sqlite3.Error as e:
+                raise translate(e, self._backend.path) from e
+
+    def idle(self) -> None:
+        """Close the blob handle if no range was read for a while (the next read opens
+        it again)."""
+        if not self._lock.acquire(blocking=False):
+            return  # reading now
+        try:
+            if self._blob is not None and time.monotonic() - self._used > _HOLD_S:
+                with contextlib.suppress(sqlite3.Error):
+                    self._blob.close()
+                self._blob = None
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        _live.discard(self)
+        with self._lock:
+            self._closed = True
+            blob, db, self._blob, self._db = self._blob, None, None, None
+            with contextlib.suppress(sqlite3.Error):
+                if blob is not None:
+                    blob.close()
+            if db is not None:
+                self._backend.close_own(db)
 
 
 class SqliteBackend(SqliteConnections):
@@ -205,6 +366,9 @@ class SqliteBackend(SqliteConnections):
 
     def storage_problem(self) -> str | None:
         return self._watch.problem()
+
+    def open_slices(self, sha256: str) -> BlobSlices:
+        return BlobSlices(self, sha256)
 
     def rescue(self, recovery_dir: Path) -> Path | None:
         try:

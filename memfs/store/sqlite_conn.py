@@ -182,6 +182,22 @@ class SqliteConnections:
         self._local.holder = holder
         return holder
 
+    def own_connection(self) -> sqlite3.Connection:
+        """A connection of no thread's own (a range reader's), closed by
+        :meth:`close_own` or when the store closes."""
+        with self._conns_lock:
+            if self._closed:
+                raise StoreUnavailable(f"the store {self.path} is closed")
+            try:
+                db = self._connect_to()
+            except sqlite3.Error as e:
+                raise translate(e, self.path) from e
+            self._conns.add(db)
+            return db
+
+    def close_own(self, db: sqlite3.Connection) -> None:
+        _release(self._conns, self._conns_lock, db)
+
     # --- transactions (memfs.store.sql.Backend) -----------------------------------------
     def one(self, sql: str, params: Params = _NO_PARAMS) -> Row | None:
         return self._holder().cursor.one(sql, params)

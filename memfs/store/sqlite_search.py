@@ -55,10 +55,10 @@ def fts_phrase(fragment: str) -> str:
     return '"' + fragment.replace('"', '""') + '"'
 
 
-def index_text(data: bytes) -> tuple[int, str]:
+def index_text(data: bytes | bytearray) -> tuple[int, str]:
     """The kind of ``search_docs`` row for ``data`` and the text to index."""
     if len(data) <= INDEX_BYTES:
-        text = decode_text(data)
+        text = decode_text(bytes(data))
         return (SKIPPED, "") if text is None else (FULL, text)
     head = data[:INDEX_BYTES]
     if b"\x00" in head:
@@ -78,7 +78,7 @@ class SqliteSearch:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
-    def take(self, db: Cursor, path: str, sha256: str, data: bytes) -> None:
+    def take(self, db: Cursor, path: str, sha256: str, data: bytes | bytearray) -> None:
         """Make the index hold ``data`` as file ``path``'s content, inside the caller's
         transaction."""
         row = db.one("SELECT id FROM entries WHERE path = :p", {"p": path})

@@ -185,6 +185,7 @@ class Statements:
             )
         )
         self.blob = r(d.blob)
+        self.blob_extent = r(d.blob_extent)
         self.holder = r(
             f"SELECT path, rev FROM revisions WHERE {t()} sha256 = :sha ORDER BY rev DESC LIMIT 1"
         )

@@ -41,6 +41,7 @@ from memfs.store.base import (
     Store,
     Usage,
 )
+from memfs.store.ranges import RevisionReader
 
 V = TypeVar("V")
 
@@ -182,7 +183,7 @@ class SubtreeStore(Store):
     def write(
         self,
         path: str,
-        data: bytes,
+        data: bytes | bytearray,
         *,
         author: str,
         expected_rev: int | None = None,
@@ -269,6 +270,9 @@ class SubtreeStore(Store):
 
     def read_revision(self, path: str, rev: int) -> bytes:
         return self.base.read_revision(self.full(path), rev)
+
+    def open_revision(self, path: str, rev: int) -> RevisionReader:
+        return self.base.open_revision(self.full(path), rev)
 
     def changes(
         self,

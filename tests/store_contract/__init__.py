@@ -26,6 +26,7 @@ from tests.store_contract.keeping import KeepingContract
 from tests.store_contract.model import ModelContract
 from tests.store_contract.notes import NotesContract
 from tests.store_contract.operations import OperationsContract
+from tests.store_contract.ranges import RangesContract
 from tests.store_contract.rebase import RebaseContract
 from tests.store_contract.tree import TreeContract
 
@@ -42,6 +43,7 @@ class StoreContract(
     RebaseContract,
     OperationsContract,
     NotesContract,
+    RangesContract,
 ):
     @pytest.fixture
     def make_store(self) -> MakeStore:
