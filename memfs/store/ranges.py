@@ -21,12 +21,17 @@ reads whole revisions.
 from __future__ import annotations
 
 import hashlib
+import io
 import threading
 import zlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from memfs.errors import Damaged, NotFound
 from memfs.store.rules import damaged
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 # Stored bytes are fetched in chunks this large to check them and to inflate them.
 CHUNK = 1 << 20
@@ -234,3 +239,45 @@ class _Stream:
         if not piece:
             raise StopIteration
         return piece
+
+
+class ReaderFile(io.RawIOBase):
+    """A :class:`RevisionReader` as a read-only, seekable file object, for servers
+    that stream a file object by range (WebDAV's GET): only the ranges read are
+    fetched. Closing it closes the reader."""
+
+    def __init__(self, reader: RevisionReader) -> None:
+        super().__init__()
+        self._reader = reader
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._reader.size}
+        if whence not in base:
+            raise ValueError(f"invalid whence {whence}")
+        pos = base[whence] + offset
+        if pos < 0:
+            raise ValueError("negative seek position")
+        self._pos = pos
+        return pos
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._reader.read(self._pos, min(len(view), CHUNK))
+        view[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()

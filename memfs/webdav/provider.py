@@ -57,6 +57,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.store.base import Entry, Store
+from memfs.store.ranges import SMALL_CONTENT, ReaderFile
 from memfs.store.rebase import Shape, land
 
 # Revisions a client read (GET), remembered as the base of its next save of the file.
@@ -319,9 +320,14 @@ class StoreFile(DAVNonCollection):  # type: ignore[misc]
     def support_ranges(self) -> bool:
         return True
 
-    def get_content(self) -> io.BytesIO:
-        # The store has no range read yet: the whole file, bounded by the file cap.
+    def get_content(self) -> io.RawIOBase | io.BytesIO:
+        # A large file is served by range from the revision this request looked up (a
+        # GET of its tail fetches only the tail); a small one is read whole.
         try:
+            if self.entry.size > SMALL_CONTENT and self.entry.rev:
+                reader = self.store.open_revision(self.where, self.entry.rev)
+                self.provider.saw(_client(self.environ), self.where, self.entry.rev)
+                return ReaderFile(reader)
             data, entry = self.store.read(self.where)
         except NotFound:
             raise DAVError(HTTP_NOT_FOUND) from None
