@@ -391,7 +391,9 @@ class Store(abc.ABC):
     def write_many(self, items: Iterable[WriteItem], *, author: str) -> list[Entry]:
         """Write each item as :meth:`write` would (unconditionally, parents required),
         all or none: the first that raises leaves none of them. A backend may do it in
-        fewer round trips than one write each (a bulk import's path)."""
+        fewer round trips than one write each (a bulk import's path), and may leave the
+        files to its search index's next build (:meth:`search_index_pending` counts
+        them; :meth:`search` builds first, so what it finds is the same)."""
         items = list(items)
         with self.batch():
             return [

@@ -874,7 +874,10 @@ class SqlStore(Store):
         now = self._now()
         touched: set[str] = set()
         with self._tx() as tx:
-            return [self._write_in(tx, item, author, now, touched=touched) for item in checked]
+            return [
+                self._write_in(tx, item, author, now, touched=touched, index=False)
+                for item in checked
+            ]
 
     def _writing(self, path: str, data: bytes, mode: int | None, mtime_ns: int | None) -> _Writing:
         """A write's arguments, judged before any transaction: its path, its size
@@ -895,9 +898,11 @@ class SqlStore(Store):
         parents: bool = False,
         replace: bool = False,
         touched: set[str] | None = None,
+        index: bool = True,
     ) -> Entry:
         """One write inside ``tx``. ``touched``: the directories whose times this call
-        has already moved to ``now`` (write_many's: each is moved once)."""
+        has already moved to ``now`` (write_many's: each is moved once). ``index``:
+        False leaves the content to the search index's next build (see write_many)."""
         rel, data, sha, mode = item.rel, item.data, item.sha, item.mode
         looking = {"p": rel, "parent": parent_of(rel)}
         # Only a create-only write guesses a new name: a plain write to a name this
@@ -954,7 +959,7 @@ class SqlStore(Store):
             tx.db.run(self.q.set_mtime, {"mtime": item.mtime_ns, "p": rel})
         if item.mtime_ns is not None:
             made = dataclasses.replace(made, mtime_ns=item.mtime_ns)
-        self._add_content(tx, rel, rev, data, sha, author, now, int(kept))
+        self._add_content(tx, rel, rev, data, sha, author, now, int(kept), index=index)
         self.record(
             tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
             mode=new_mode, prior=prior,
@@ -977,12 +982,15 @@ class SqlStore(Store):
         author: str,
         now: int,
         kept: int | None,
+        *,
+        index: bool = True,
     ) -> None:
         """Revision ``rev`` of ``path`` holding ``data`` (stored once per SHA-256), and
-        the index's copy of it."""
+        the index's copy of it (``index`` False: the revision leaves the file stale in
+        the index, and its next build takes it in)."""
         self.d.put_blob(tx.db, sha, data)
         retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
-        if self.index is not None:
+        if index and self.index is not None:
             self.index.take(tx.db, path, sha, data)
 
     def mkdir(

@@ -95,6 +95,10 @@ class TreeContract:
         ]
         assert store.stat("d").mtime_ns == changes[0].time_ns  # the new names moved it
         assert store.usage().files == 3 and store.write_many([], author=A) == []
+        # Left to the search index's next build, maybe: a search finds them all the same.
+        assert [h.path for h in store.search("bbb")] == ["d/b"]
+        assert [h.path for h in store.search("after")] == ["d/old"]
+        assert store.search_index_pending() == 0
 
     def test_write_many_is_all_or_nothing(self, store: Store) -> None:
         store.mkdir("d", author=A)
