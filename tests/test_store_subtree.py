@@ -10,7 +10,7 @@ import pytest
 
 from memfs.errors import InvalidMove, NotFound
 from memfs.store import open_store
-from memfs.store.base import Store
+from memfs.store.base import Store, WriteItem
 from memfs.store.subtree import SubtreeStore
 
 SUB = "team/repo"
@@ -41,6 +41,17 @@ def test_paths_map_both_ways(base: Store) -> None:
         view.delete("", author="t", recursive=True)
     with pytest.raises(InvalidMove):
         view.rename("b.md", "", author="t", overwrite=True)
+
+
+def test_write_many_and_mtime_map_both_ways(base: Store) -> None:
+    view = SubtreeStore(base, SUB)
+    made = view.write_many(
+        [WriteItem("a.md", b"a", 0o644, 5_000_000_000), WriteItem("b.md", b"b")], author="t"
+    )
+    assert [e.path for e in made] == ["a.md", "b.md"] and made[0].mtime_ns == 5_000_000_000
+    assert base.read(f"{SUB}/b.md")[0] == b"b"
+    assert view.write("c.md", b"c", author="t", mtime_ns=6_000_000_000).mtime_ns == 6_000_000_000
+    assert base.stat(f"{SUB}/c.md").mtime_ns == 6_000_000_000
 
 
 def test_the_feed_from_inside(base: Store) -> None:

@@ -349,3 +349,36 @@ def test_ten_thousand_files_round_trip(tmp_path: Path) -> None:
             two.stat("dir 42/ü note 007.md").mtime_ns
             == (src / "dir 42" / "ü note 007.md").stat().st_mtime_ns
         )
+
+
+def test_an_import_is_one_operation_of_one_change_per_entry(tmp_path: Path) -> None:
+    archive, db = tmp_path / "a.tar", tmp_path / "m.db"
+    with tarfile.open(archive, "w") as tar:
+        for name, data in (("d/", None), ("d/x.md", b"x"), ("top.md", b"top")):
+            info = tarfile.TarInfo(name.rstrip("/"))
+            info.mtime = T2 // 10**9
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            info.size = len(data or b"")
+            tar.addfile(info, io.BytesIO(data or b""))
+    assert run("import", str(archive), "--store", str(db)).exit_code == 0
+    with open_store(db) as store:
+        # The archive's times go on with the content: no attribute change per file.
+        assert [(c.kind, c.path) for c in store.changes()] == [
+            ("mkdir", "d"),
+            ("create", "d/x.md"),
+            ("create", "top.md"),
+            ("attr", "d"),
+        ]
+        assert len(store.operations()) == 1
+        assert {store.stat(p).mtime_ns for p in ("d", "d/x.md", "top.md")} == {T2 // 10**9 * 10**9}
+
+
+def test_a_file_then_a_directory_of_the_same_name_is_refused(tmp_path: Path) -> None:
+    archive, db = tmp_path / "a.tar", tmp_path / "m.db"
+    tar_with(archive, ("a", tarfile.REGTYPE, ""), ("a/b.md", tarfile.REGTYPE, ""))
+    assert_refused(
+        run("import", str(archive), "--store", str(db)),
+        db,
+        ["a: the store has a file where a directory goes"],
+    )

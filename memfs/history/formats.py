@@ -283,8 +283,14 @@ def read_tar(path: Path, max_ratio: int = DEFAULT_MAX_RATIO) -> Iterator[Member]
     stream: io.BufferedReader | Guarded = (
         raw if inner is None else Guarded(raw, inner, max_ratio, path.name)
     )
-    with stream, tarfile.open(fileobj=stream, mode="r:") as tar:
-        for info in tar:
+    # Buffered above the guard: tarfile reads 512-byte headers, and the guard's check
+    # per read is then one per megabyte, not one per header.
+    buffered = io.BufferedReader(stream, _CHUNK) if isinstance(stream, Guarded) else stream
+    with stream, buffered, tarfile.open(fileobj=buffered, mode="r:") as tar:
+        # tar.next(), not iteration: iterating keeps every member's header in
+        # tar.members, memory that grows with the archive; nothing here looks back.
+        while (info := tar.next()) is not None:
+            tar.members.clear()  # type: ignore[attr-defined]  # typeshed omits it
             kind: MemberKind
             if info.isreg():
                 kind = "file"

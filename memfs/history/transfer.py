@@ -33,6 +33,7 @@ one line and nothing is imported; a truncated or damaged archive is one line nam
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import os
 import re
@@ -61,7 +62,7 @@ from memfs.history.formats import (
     zip_entries,
 )
 from memfs.paths import MAX_DEPTH, name_problem, parent_of, parse_rel, shown
-from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
+from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store, WriteItem
 
 HISTORY_NAME = ".memfs-history.db"
 SDK_DIR = "memories"
@@ -75,6 +76,10 @@ DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024  # for a store with no per-file cap of
 DEFAULT_MAX_TREE_BYTES = 4 * 1024**3
 DEFAULT_MAX_ENTRIES = 1_000_000
 _CHUNK = 1 << 20
+# New files go to the store this many at a time (or this many bytes): one savepoint and
+# one statement of change records for them all, and memory bounded whatever the source.
+_FLUSH_FILES = 500
+_FLUSH_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +372,8 @@ class _Importer:
         # mode and mtime; a directory already in the store keeps its own).
         self.dirs: dict[str, bool] = {}
         self.dir_attrs: list[tuple[str, int | None, int | None]] = []
+        self.pending: list[WriteItem] = []  # new files not yet handed to the store
+        self.pending_bytes = 0
 
     def run(self, root: Path, fmt: Format, kind: str) -> ImportResult:
         self.source = (root, fmt)
@@ -381,6 +388,7 @@ class _Importer:
                     self._one(member, result, sdk=kind == "SDK memory folder")
                 except Bomb as exc:
                     raise OverLimit(f"import refused, nothing was imported: {exc}") from exc
+            self._flush()
             if self.problems:
                 n = len(self.problems)
                 raise ImportRefused(
@@ -464,10 +472,12 @@ class _Importer:
         parent = parent_of(target)
         if parent and not self._ensure_dir(parent):
             return
-        try:
-            existing = self.store.stat(target)
-        except NotFound:
-            existing = None
+        existing = None
+        if not self.dirs.get(parent, False):
+            # Under a directory this import made, only this import put names, and each
+            # name comes once (_judge): nothing to ask the store.
+            with contextlib.suppress(NotFound):
+                existing = self.store.stat(target)
         if existing is not None and not existing.is_file:
             self._refuse(rel, f"the store has a {existing.kind} at {target!r}")
             return
@@ -484,12 +494,27 @@ class _Importer:
                 return
             result.replaced += 1
         mode = member.mode if member.mode is not None else DEFAULT_FILE_MODE
-        self.store.write(target, data, author=self.author, mode=mode)
-        if member.mtime_ns is not None or existing is not None:
+        if existing is None:
+            self._queue(WriteItem(target, data, mode, member.mtime_ns))
+        else:
+            self.store.write(target, data, author=self.author, mode=mode)
             self.store.set_attrs(target, author=self.author, mode=mode, mtime_ns=member.mtime_ns)
         result.files += 1
         result.bytes += len(data)
         self.progress.advance()
+
+    def _queue(self, item: WriteItem) -> None:
+        self.pending.append(item)
+        self.pending_bytes += len(item.data)
+        if len(self.pending) >= _FLUSH_FILES or self.pending_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Hand the queued new files to the store (dropped once the import is refused:
+        nothing of it is kept)."""
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        if pending and not self.problems:
+            self.store.write_many(pending, author=self.author)
 
     def _judge(self, member: Member) -> str | None:
         """The member's path in the tree, or None after recording why it is refused."""
@@ -535,6 +560,8 @@ class _Importer:
         known = self.dirs.get(path)
         if known is not None:
             return True
+        # A queued file may stand where this directory goes: the store must see it.
+        self._flush()
         try:
             entry = self.store.stat(path)
         except NotFound:

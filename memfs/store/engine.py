@@ -21,10 +21,11 @@ reading the feed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ from memfs.store.base import (
     SearchHit,
     Store,
     Usage,
+    WriteItem,
 )
 from memfs.store.foresight import Foresight
 from memfs.store.matching import DEFAULT_LIMIT
@@ -121,6 +123,17 @@ def entry(row: Row) -> Entry:
     return Entry(
         path, kind, size, mode, mtime_ns, ctime_ns, rev, uid, gid, rules.unpack_target(target)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Writing:
+    """A write judged before its transaction (path, size cap, hash)."""
+
+    rel: str
+    data: bytes | bytearray
+    sha: str
+    mode: int | None
+    mtime_ns: int | None
 
 
 @dataclass(slots=True)
@@ -837,9 +850,21 @@ class SqlStore(Store):
             self._insert_dir(tx, directory, author, now, DEFAULT_DIR_MODE)
 
     def _insert(
-        self, tx: Tx, path: str, kind: str, size: int, mode: int, now: int, target: str | None
+        self,
+        tx: Tx,
+        path: str,
+        kind: str,
+        size: int,
+        mode: int,
+        now: int,
+        target: str | None,
+        *,
+        mtime: int | None = None,
+        touch: bool = True,
     ) -> int:
-        """Add the entry (and move its parent's mtime); its creating revision."""
+        """Add the entry (and move its parent's mtime unless ``touch`` is False: already
+        moved to ``now`` in this transaction); its creating revision. ``mtime``: the
+        modification time it keeps (None: ``now``)."""
         rev = tx.next_rev()
         tx.db.run(
             self.q.insert_entry,
@@ -850,11 +875,13 @@ class SqlStore(Store):
                 "size": size,
                 "mode": mode,
                 "now": now,
+                "mtime": now if mtime is None else mtime,
                 "rev": rev,
                 "target": target,
             },
         )
-        tx.touch(self.q.touch, now, p=parent_of(path))
+        if touch:
+            tx.touch(self.q.touch, now, p=parent_of(path))
         tx.grow(kind, size)
         return rev
 
@@ -876,74 +903,127 @@ class SqlStore(Store):
         mode: int | None = None,
         parents: bool = False,
         replace: bool = False,
+        mtime_ns: int | None = None,
     ) -> Entry:
+        item = self._writing(path, data, mode, mtime_ns)
+        now = self._now()
+
+        def write(tx: Tx) -> Entry:
+            return self._write_in(
+                tx, item, author, now, expected_rev=expected_rev, parents=parents, replace=replace
+            )
+
+        return self._mutate(write)
+
+    def write_many(self, items: Iterable[WriteItem], *, author: str) -> list[Entry]:
+        # One savepoint (or transaction) for them all, and their change records written
+        # in one statement: the per-mutation round trips are what a bulk import pays.
+        checked = [self._writing(i.path, i.data, i.mode, i.mtime_ns) for i in items]
+        if not checked:
+            return []
+        now = self._now()
+        touched: set[str] = set()
+        with self._tx() as tx:
+            return [
+                self._write_in(tx, item, author, now, touched=touched, index=False)
+                for item in checked
+            ]
+
+    def _writing(
+        self, path: str, data: bytes | bytearray, mode: int | None, mtime_ns: int | None
+    ) -> _Writing:
+        """A write's arguments, judged before any transaction: its path, its size
+        against the cap, its hash."""
         rel = rules.target(path)
         if not isinstance(data, (bytes, bytearray)):
             data = bytes(data)  # a bytearray is taken as it is: no copy of a large file
         rules.check_size(rel, len(data), self.limits.max_file_bytes)
-        sha = rules.sha256_of(data)
-        now = self._now()
+        return _Writing(rel, data, rules.sha256_of(data), mode, mtime_ns)
 
-        def write(tx: Tx) -> Entry:
-            looking = {"p": rel, "parent": parent_of(rel)}
-            # Only a create-only write guesses a new name: a plain write to a name this
-            # store has not written is more often a file someone else made.
-            new_name = LOOK_FILE_NEW_NAME if expected_rev == 0 else None
-            look = tx.expect(self.q.look_file, rel, looking, new_name)
-            usage = self._ask_usage(tx)
-            row = look.one()
-            assert row is not None  # one row whatever is there
-            kind, current, old_size, old_mode, uid, gid, parent_kind, deleted, trim, kept, cur = row
-            prior: Prior | None = None
-            if kind is None:
-                if expected_rev is not None and expected_rev != 0:
-                    raise rules.conflict(rel, expected_rev, None)
-                keeping.check_caps(self, usage, rel, len(data), 1)
-                self._ensure_parent(tx, rel, parent_kind, author, now, parents)
-                if deleted is not None:
-                    retention.revive(self, tx, rel, int(deleted), trim, now)
-                file_mode = DEFAULT_FILE_MODE if mode is None else mode & 0o7777
-                rev = self._insert(tx, rel, "file", len(data), file_mode, now, None)
-                made = Entry(rel, "file", len(data), file_mode, now, now, rev)
-                change: ChangeKind = "create"
-                new_mode = file_mode
-            else:
-                if expected_rev == 0:
-                    raise AlreadyExists(f"'{rel}' already exists", path=rel)
-                if kind == "dir":
-                    raise IsADirectory(f"'{rel}' is a directory", path=rel)
-                if kind == "symlink":
-                    raise AlreadyExists(
-                        f"'{rel}' is a symlink; memfs does not write through symlinks", path=rel
-                    )
-                if expected_rev is not None and expected_rev != current:
-                    raise rules.conflict(rel, expected_rev, int(current))
-                keeping.check_caps(self, usage, rel, len(data) - int(old_size), 0)
-                rev = tx.next_rev()
-                tx.db.run(
-                    self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel}
+    def _write_in(
+        self,
+        tx: Tx,
+        item: _Writing,
+        author: str,
+        now: int,
+        *,
+        expected_rev: int | None = None,
+        parents: bool = False,
+        replace: bool = False,
+        touched: set[str] | None = None,
+        index: bool = True,
+    ) -> Entry:
+        """One write inside ``tx``. ``touched``: the directories whose times this call
+        has already moved to ``now`` (write_many's: each is moved once). ``index``:
+        False leaves the content to the search index's next build (see write_many)."""
+        rel, data, sha, mode = item.rel, item.data, item.sha, item.mode
+        looking = {"p": rel, "parent": parent_of(rel)}
+        # Only a create-only write guesses a new name: a plain write to a name this
+        # store has not written is more often a file someone else made.
+        new_name = LOOK_FILE_NEW_NAME if expected_rev == 0 else None
+        look = tx.expect(self.q.look_file, rel, looking, new_name)
+        usage = self._ask_usage(tx)
+        row = look.one()
+        assert row is not None  # one row whatever is there
+        kind, current, old_size, old_mode, uid, gid, parent_kind, deleted, trim, kept, cur = row
+        prior: Prior | None = None
+        if kind is None:
+            if expected_rev is not None and expected_rev != 0:
+                raise rules.conflict(rel, expected_rev, None)
+            keeping.check_caps(self, usage, rel, len(data), 1)
+            self._ensure_parent(tx, rel, parent_kind, author, now, parents)
+            if deleted is not None:
+                retention.revive(self, tx, rel, int(deleted), trim, now)
+            file_mode = DEFAULT_FILE_MODE if mode is None else mode & 0o7777
+            parent = parent_of(rel)
+            touch = touched is None or parent not in touched
+            rev = self._insert(
+                tx, rel, "file", len(data), file_mode, now, None, mtime=item.mtime_ns, touch=touch
+            )
+            if touched is not None:
+                touched.add(parent)
+            made = Entry(rel, "file", len(data), file_mode, now, now, rev)
+            change: ChangeKind = "create"
+            new_mode = file_mode
+        else:
+            if expected_rev == 0:
+                raise AlreadyExists(f"'{rel}' already exists", path=rel)
+            if kind == "dir":
+                raise IsADirectory(f"'{rel}' is a directory", path=rel)
+            if kind == "symlink":
+                raise AlreadyExists(
+                    f"'{rel}' is a symlink; memfs does not write through symlinks", path=rel
                 )
-                tx.bytes += len(data) - int(old_size)
-                if replace:
-                    tx.touch(self.q.touch, now, p=parent_of(rel))
-                made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
-                change = "modify"
-                new_mode = int(old_mode)
-                prior = prior_of("file", cur, old_size, old_mode, None)
-            self._add_content(tx, rel, rev, data, sha, author, now, int(kept))
-            self.record(
-                tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
-                mode=new_mode, prior=prior,
-            )  # fmt: skip
-            # Neither a revival nor a sweep moved a tombstone: the next counters are known.
-            tx.due_kept = deleted is None and not tx.sweep_due(now)
-            retention.sweep(self, tx, now)
-            tx.settle(made)
-            tx.foresee(self.q.look_file, rel, looking)
-            tx.wrote_in.append(parent_of(rel))
-            return made
-
-        return self._mutate(write)
+            if expected_rev is not None and expected_rev != current:
+                raise rules.conflict(rel, expected_rev, int(current))
+            keeping.check_caps(self, usage, rel, len(data) - int(old_size), 0)
+            rev = tx.next_rev()
+            tx.db.run(self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel})
+            tx.bytes += len(data) - int(old_size)
+            if replace:
+                tx.touch(self.q.touch, now, p=parent_of(rel))
+            made = Entry(rel, "file", len(data), old_mode, now, now, rev, uid, gid)
+            change = "modify"
+            new_mode = int(old_mode)
+            prior = prior_of("file", cur, old_size, old_mode, None)
+        if item.mtime_ns is not None and kind is not None:
+            # The time the content says it has (an archive's), set with the content:
+            # one change, not a write and then an attribute change.
+            tx.db.run(self.q.set_mtime, {"mtime": item.mtime_ns, "p": rel})
+        if item.mtime_ns is not None:
+            made = dataclasses.replace(made, mtime_ns=item.mtime_ns)
+        self._add_content(tx, rel, rev, data, sha, author, now, int(kept), index=index)
+        self.record(
+            tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
+            mode=new_mode, prior=prior,
+        )  # fmt: skip
+        # Neither a revival nor a sweep moved a tombstone: the next counters are known.
+        tx.due_kept = deleted is None and not tx.sweep_due(now)
+        retention.sweep(self, tx, now)
+        tx.settle(made)
+        tx.foresee(self.q.look_file, rel, looking)
+        tx.wrote_in.append(parent_of(rel))
+        return made
 
     def _add_content(
         self,
@@ -955,12 +1035,15 @@ class SqlStore(Store):
         author: str,
         now: int,
         kept: int | None,
+        *,
+        index: bool = True,
     ) -> None:
         """Revision ``rev`` of ``path`` holding ``data`` (stored once per SHA-256), and
-        the index's copy of it."""
+        the index's copy of it (``index`` False: the revision leaves the file stale in
+        the index, and its next build takes it in)."""
         self.d.put_blob(tx.db, sha, data)
         retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
-        if self.index is not None:
+        if index and self.index is not None:
             self.index.take(tx.db, path, sha, data)
 
     def mkdir(

@@ -93,7 +93,7 @@ class Statements:
         )
         self.insert_entry = r(
             f"INSERT INTO entries ({tc}path, parent, kind, size, mode, mtime_ns, ctime_ns,"
-            f" rev, target) VALUES ({tv}:p, :parent, :kind, :size, :mode, :now, :now, :rev,"
+            f" rev, target) VALUES ({tv}:p, :parent, :kind, :size, :mode, :mtime, :now, :rev,"
             " :target)"
         )
         self.update_content = r(
@@ -104,6 +104,7 @@ class Statements:
         self.touch_two = r(
             f"UPDATE entries SET mtime_ns = :now, ctime_ns = :now WHERE {t()} path IN (:a, :b)"
         )
+        self.set_mtime = r(f"UPDATE entries SET mtime_ns = :mtime WHERE {t()} path = :p")
         self.set_rev = r(f"UPDATE entries SET rev = :rev WHERE {t()} path = :p")
         self.set_attrs = r(
             "UPDATE entries SET mode = coalesce(:mode, mode), uid = coalesce(:uid, uid),"

@@ -23,7 +23,7 @@ rules) then works on the directory unchanged, and nothing outside it can be name
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +40,7 @@ from memfs.store.base import (
     SearchHit,
     Store,
     Usage,
+    WriteItem,
 )
 from memfs.store.ranges import RevisionReader
 
@@ -190,6 +191,7 @@ class SubtreeStore(Store):
         mode: int | None = None,
         parents: bool = False,
         replace: bool = False,
+        mtime_ns: int | None = None,
     ) -> Entry:
         entry = self.base.write(
             self.full(path),
@@ -199,8 +201,13 @@ class SubtreeStore(Store):
             mode=mode,
             parents=parents,
             replace=replace,
+            mtime_ns=mtime_ns,
         )
         return self._entry(entry)
+
+    def write_many(self, items: Iterable[WriteItem], *, author: str) -> list[Entry]:
+        inside = [dataclasses.replace(i, path=self.full(i.path)) for i in items]
+        return [self._entry(e) for e in self.base.write_many(inside, author=author)]
 
     def mkdir(
         self,

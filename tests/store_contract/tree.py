@@ -17,7 +17,7 @@ from memfs.errors import (
     NotFound,
     PathTooLong,
 )
-from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store
+from memfs.store.base import DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, Store, WriteItem
 from tests.store_contract.common import A, tree
 
 
@@ -61,6 +61,63 @@ class TreeContract:
     def test_mode_applies_when_the_file_is_created(self, store: Store) -> None:
         assert store.write("x", b"", author=A, mode=0o644).mode == 0o644
         assert store.write("x", b"1", author=A, mode=0o600).mode == 0o644
+
+    def test_write_with_an_mtime_keeps_it_in_one_change(self, store: Store) -> None:
+        seq = store.last_seq()
+        made = store.write("m.md", b"x", author=A, mtime_ns=123_000_000_000)
+        assert made.mtime_ns == store.stat("m.md").mtime_ns == 123_000_000_000
+        assert [c.kind for c in store.changes(seq)] == ["create"]
+        again = store.write("m.md", b"y", author=A, mtime_ns=456_000_000_000)
+        assert again.mtime_ns == store.stat("m.md").mtime_ns == 456_000_000_000
+        assert store.write("m.md", b"z", author=A).mtime_ns != 456_000_000_000
+
+    def test_write_many_writes_each_as_write_would(self, store: Store) -> None:
+        store.mkdir("d", author=A)
+        store.write("d/old", b"before", author=A)
+        seq = store.last_seq()
+        made = store.write_many(
+            [
+                WriteItem("d/a", b"aa", 0o644, 7_000_000_000),
+                WriteItem("d/b", b"bbb"),
+                WriteItem("d/old", b"after", 0o600, 9_000_000_000),
+            ],
+            author="bulk",
+        )
+        assert [(e.path, e.size) for e in made] == [("d/a", 2), ("d/b", 3), ("d/old", 5)]
+        assert made == [store.stat(p) for p in ("d/a", "d/b", "d/old")]
+        assert store.read("d/a")[0] == b"aa" and store.read("d/old")[0] == b"after"
+        assert (made[0].mode, made[0].mtime_ns, made[1].mode) == (0o644, 7_000_000_000, 0o600)
+        changes = store.changes(seq)
+        assert [(c.kind, c.path, c.author) for c in changes] == [
+            ("create", "d/a", "bulk"),
+            ("create", "d/b", "bulk"),
+            ("modify", "d/old", "bulk"),
+        ]
+        assert store.stat("d").mtime_ns == changes[0].time_ns  # the new names moved it
+        assert store.usage().files == 3 and store.write_many([], author=A) == []
+        # Left to the search index's next build, maybe: a search finds them all the same.
+        assert [h.path for h in store.search("bbb")] == ["d/b"]
+        assert [h.path for h in store.search("after")] == ["d/old"]
+        assert store.search_index_pending() == 0
+
+    def test_write_many_is_all_or_nothing(self, store: Store) -> None:
+        store.mkdir("d", author=A)
+        before, seq = tree(store), store.last_seq()
+        with pytest.raises(NotFound):  # no parent for the second: none is written
+            store.write_many(
+                [WriteItem("d/a", b"1"), WriteItem("nope/b", b"2"), WriteItem("d/c", b"3")],
+                author=A,
+            )
+        with pytest.raises(IsADirectory):
+            store.write_many([WriteItem("d/a", b"1"), WriteItem("d", b"2")], author=A)
+        assert tree(store) == before and store.last_seq() == seq
+        with store.batch():  # inside a batch, a refused write_many leaves the batch going
+            store.write("d/kept", b"k", author=A)
+            with pytest.raises(NotFound):
+                store.write_many([WriteItem("d/a", b"1"), WriteItem("x/y", b"2")], author=A)
+        assert store.read("d/kept")[0] == b"k"
+        with pytest.raises(NotFound):
+            store.stat("d/a")
 
     def test_write_onto_a_directory_is_refused(self, store: Store) -> None:
         store.mkdir("d", author=A)
