@@ -354,12 +354,13 @@ def bare_clone(work: Path) -> tuple[Path, int]:
 
 
 def write_small(root: Path, n: int, size: int = 4096) -> float:
+    """``n`` text files of ``size`` bytes (memories are text: the store indexes them)."""
     root.mkdir()
-    data = os.urandom(size)
+    texts = [body(i, size) for i in range(n)]
     start = time.perf_counter()
-    for i in range(n):
-        with open(root / f"f{i:05d}", "wb") as f:
-            f.write(data)
+    for i, text in enumerate(texts):
+        with open(root / f"f{i:05d}.md", "wb") as f:
+            f.write(text)
     return time.perf_counter() - start
 
 
