@@ -6,6 +6,8 @@ libfuse 2 works with two limits: no kernel-cache invalidation (timeouts are cut 
 
 What this layer adds to mfusepy, and why:
 
+* create: mfusepy's asks ``inspect.signature()`` of the operation on every new file;
+  this one passes the flags itself.
 * rename flags: mfusepy drops them, so RENAME_EXCHANGE would silently become a plain
   rename. The rename hook here passes them on; the operations honour RENAME_NOREPLACE
   and refuse the rest.
