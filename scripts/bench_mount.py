@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -367,6 +367,154 @@ def staleness(db: Path | str, mnt: Path, trials: int = 15) -> None:
         print(f"  {name:<26}{statistics.median(lat) * 1000:>6.0f} ms {max(lat) * 1000:>6.0f} ms")
 
 
+# --- the floor: a bare passthrough on the same binding (issue 27, item 6) ---------------
+PASSTHROUGH = Path(__file__).resolve().parent / "bench_passthrough.py"
+SOURCE_COPIES = 4  # copies of the repository's tree in the untar tarball
+
+
+class Passthrough:
+    """scripts/bench_passthrough.py mounted at ``mnt`` over ``source``."""
+
+    def __init__(self, source: Path, mnt: Path) -> None:
+        self.mnt = mnt
+        source.mkdir(parents=True, exist_ok=True)
+        mnt.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PASSTHROUGH), str(source), str(mnt)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        if not ready or self.proc.stdout.readline().strip() != "READY":
+            self.stop()
+            raise SystemExit("the passthrough mount did not come up")
+
+    def stop(self) -> None:
+        subprocess.run(["fusermount3", "-u", str(self.mnt)], capture_output=True, check=False)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            subprocess.run(["fusermount3", "-uz", str(self.mnt)], check=False)
+            self.proc.kill()
+            self.proc.wait()
+
+
+def source_tarball(work: Path) -> tuple[Path, int]:
+    """A tarball of this repository's tracked tree at HEAD, ``SOURCE_COPIES`` times
+    (prefixes a/, b/, ...), names sorted and times fixed: the same bytes for the same
+    commit, nothing from the network. Returns the tarball and its number of files."""
+    tree = work / "src-tree"
+    tree.mkdir()
+    for i in range(SOURCE_COPIES):
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", f"--prefix={chr(97 + i)}/", "HEAD"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-xf", "-", "-C", str(tree)], input=archive, check=True)
+    tarball = work / "src.tar"
+    subprocess.run(
+        ["tar", "--sort=name", "--mtime=2026-01-01", "-cf", str(tarball), "-C", str(tree), "."],
+        check=True,
+    )
+    files = sum(len(names) for _, _, names in os.walk(tree))
+    shutil.rmtree(tree)
+    return tarball, files
+
+
+def bare_clone(work: Path) -> tuple[Path, int]:
+    """A bare copy of this repository (cloned through the pack protocol in the rows, as
+    from a server) and its number of commits."""
+    bare = work / "repo.git"
+    subprocess.run(
+        ["git", "clone", "--bare", "--quiet", "--no-local", str(ROOT), str(bare)], check=True
+    )
+    commits = subprocess.run(
+        ["git", "-C", str(bare), "rev-list", "--count", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return bare, int(commits)
+
+
+def write_small(root: Path, n: int, size: int = 4096) -> float:
+    """``n`` text files of ``size`` bytes (memories are text: the store indexes them)."""
+    root.mkdir()
+    texts = [body(i, size) for i in range(n)]
+    start = time.perf_counter()
+    for i, text in enumerate(texts):
+        with open(root / f"f{i:05d}.md", "wb") as f:
+            f.write(text)
+    return time.perf_counter() - start
+
+
+def untar(tarball: Path, into: Path) -> float:
+    into.mkdir()
+    return timed(["tar", "-xf", str(tarball), "-C", str(into)])
+
+
+def floor_rows(args: argparse.Namespace, work: Path) -> None:
+    """Native, the bare passthrough and memfs side by side: 1,000 files of 4 KiB, an
+    untar of a source tree, a git clone; each in a fresh directory, the three targets
+    interleaved in a rotating order, medians of ``--floor-runs``; ratios to the
+    passthrough (the binding's own cost is the floor memfs can reach)."""
+    tarball, tar_files = source_tarball(work)
+    bare, commits = bare_clone(work)
+    native = work / "floor-native"
+    native.mkdir()
+    targets = {"native": native, "passthrough": work / "floor-pt", "memfs": work / "floor-mnt"}
+    pt = Passthrough(work / "floor-pt-src", targets["passthrough"])
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        with mounted(work / "floor.db", targets["memfs"]) as srv:
+            workloads: dict[str, Callable[[Path], float]] = {
+                f"write {args.write_files} x 4 KiB": lambda d: write_small(d, args.write_files),
+                f"untar {tar_files} files": lambda d: untar(tarball, d),
+                f"git clone ({commits} commits)": lambda d: timed(
+                    ["git", "clone", "--quiet", f"file://{bare}", str(d)]
+                ),
+            }
+            results: dict[str, dict[str, list[float]]] = {}
+            for w, (name, fn) in enumerate(workloads.items()):
+                results[name] = {t: [] for t in targets}
+                for run in range(args.floor_runs):
+                    order = list(targets)
+                    order = order[run % 3 :] + order[: run % 3]
+                    for t in order:
+                        if t == "memfs" and run == 0:
+                            srv.reset()
+                        took = fn(targets[t] / f"w{w}-{run}")
+                        if t == "memfs" and run == 0:
+                            counts[name] = srv.counts()
+                        results[name][t].append(took)
+    finally:
+        pt.stop()
+    print(f"\nfloor: native, bare mfusepy passthrough, memfs (medians of {args.floor_runs})")
+    print(
+        f"{'workload':<30}{'native s':>10}{'passth. s':>11}{'memfs s':>10}"
+        f"{'memfs/pt':>10}{'pt/native':>10}{'memfs cb':>10}"
+    )
+    for name, by in results.items():
+        med = {t: statistics.median(v) for t, v in by.items()}
+        print(
+            f"{name:<30}{med['native']:>10.3f}{med['passthrough']:>11.3f}{med['memfs']:>10.3f}"
+            f"{med['memfs'] / med['passthrough']:>9.2f}x"
+            f"{med['passthrough'] / med['native']:>9.1f}x"
+            f"{sum(v for k, v in counts[name].items() if not k.endswith('.ns')):>10}"
+        )
+    print("memfs callbacks of each workload's first run (count x mean time inside Python):")
+    for name, c in counts.items():
+        calls = sorted(
+            ((k, v) for k, v in c.items() if not k.endswith(".ns")), key=lambda kv: -kv[1]
+        )
+        print(
+            f"  {name}: "
+            + ", ".join(f"{k} {v} x {c.get(k + '.ns', 0) / v / 1000:.0f} us" for k, v in calls)
+        )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--files", type=int, default=10000)
@@ -387,6 +535,10 @@ def main() -> int:
         action="store_true",
         help="skip reading the --rss-mib file back (before range reads it took hours)",
     )
+    p.add_argument("--floor-runs", type=int, default=3)
+    p.add_argument(
+        "--floor-only", action="store_true", help="only the native/passthrough/memfs rows"
+    )
     p.add_argument("--dir", help="work directory (default: a temp dir under /var/tmp)")
     p.add_argument(
         "--url", help="the store to mount (default: a new SQLite file); a new, empty tree"
@@ -399,9 +551,15 @@ def main() -> int:
         if args.large_only:
             print_rows(large_rows(args, db, native, mnt))
             return 0
-        return run(args, db, native, mnt)
+        if args.floor_only:
+            floor_rows(args, base)
+            return 0
+        code = run(args, db, native, mnt)
+        floor_rows(args, base)
+        return code
     finally:
-        subprocess.run(["fusermount3", "-uz", str(mnt)], capture_output=True, check=False)
+        for m in (mnt, base / "floor-mnt", base / "floor-pt"):
+            subprocess.run(["fusermount3", "-uz", str(m)], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
 
 

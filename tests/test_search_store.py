@@ -17,6 +17,7 @@ from memfs.errors import Conflict, NotFound, QueryError
 from memfs.handler.search import search_directory
 from memfs.store import Store, open_store
 from memfs.store.base import Store as BaseStore
+from memfs.store.engine import MAINTAIN_INDEX_BATCH
 from memfs.store.matching import MAX_LINES
 from memfs.store.sqlite_search import INDEX_BYTES
 
@@ -196,6 +197,30 @@ def test_index_follows_every_kind_of_write(store: Store) -> None:
     store.delete("e", author=A, recursive=True)
     _consistent(store)
     assert _found(store, "fig") == set()
+
+
+def test_a_daemons_store_indexes_in_maintain_and_searches_miss_nothing(store: Store) -> None:
+    """After defer_maintenance (the mount daemon) writes leave their content to index
+    to maintain(), a batch per call; a search indexes what is still waiting first."""
+    store.defer_maintenance()
+    n = MAINTAIN_INDEX_BATCH + 5
+    for i in range(n):
+        store.write(f"d/f{i}.md", f"quince {i}\n".encode(), author=A, parents=True)
+    assert store.search_index_pending() == n
+    store.write("d/f0.md", b"raspberry\n", author=A)  # rewritten before it was indexed
+    store.delete("d/f1.md", author=A)  # gone before it was indexed
+    assert store.search_index_pending() == n - 1
+    store.maintain()
+    assert store.search_index_pending() == 4
+    assert store.search_index_problems() == []  # type: ignore[attr-defined]
+    assert _found(store, "raspberry") == {"d/f0.md"}
+    assert _found(store, f"quince {n - 1}") == {f"d/f{n - 1}.md"}  # one still waiting
+    _consistent(store)  # the search indexed the rest first
+    store.write("d/f2.md", b"strawberry\n", author=A)
+    assert store.search_index_pending() == 1
+    store.maintain()
+    _consistent(store)
+    assert _found(store, "strawberry") == {"d/f2.md"}
 
 
 def test_a_refused_or_rolled_back_write_leaves_the_index_alone(store: Store) -> None:

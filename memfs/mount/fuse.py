@@ -6,6 +6,8 @@ libfuse 2 works with two limits: no kernel-cache invalidation (timeouts are cut 
 
 What this layer adds to mfusepy, and why:
 
+* create: mfusepy's asks ``inspect.signature()`` of the operation on every new file;
+  this one passes the flags itself.
 * rename flags: mfusepy drops them, so RENAME_EXCHANGE would silently become a plain
   rename. The rename hook here passes them on; the operations honour RENAME_NOREPLACE
   and refuse the rest.
@@ -141,6 +143,13 @@ def _make_fuse_class(mfusepy: Any) -> type:
             fi.fh = opened.fh
             fi.direct_io = int(opened.direct_io)
             fi.keep_cache = int(opened.keep_cache)
+            return 0
+
+        def create(self, path: bytes, mode: int, fip: Any) -> int:
+            # mfusepy's create asks inspect.signature() of the operation on every call
+            # (tens of microseconds, one per new file); memfs's create takes the flags.
+            fi = fip.contents
+            fi.fh = self.operations.create(path.decode(self.encoding, self.errors), mode, fi.flags)
             return 0
 
         def init_fuse_2(self, conn: Any) -> None:

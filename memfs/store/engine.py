@@ -360,6 +360,11 @@ def _reach(src: str, paths: list[str]) -> tuple[int, int]:
     return depth, max(len(p.encode("utf-8", "surrogateescape")) for p in below) - own_bytes
 
 
+# Files indexed per maintain() call (about one a second, on the daemon's follower
+# thread, which waits for it): bounded so that thread's feed reads are not held up.
+MAINTAIN_INDEX_BATCH = 100
+
+
 class SqlStore(Store):
     """A memory tree in an SQL database; the backend supplies dialect and connections."""
 
@@ -375,6 +380,8 @@ class SqlStore(Store):
         self.d = backend.dialect
         self.q = Statements(backend.dialect)
         self.index = index
+        # Set by defer_maintenance: new content waits in search_stale for maintain().
+        self._index_later = False
         # Every time the store records or judges (revision times, history retention)
         # comes from here, so tests can move it instead of waiting days.
         self.clock: Callable[[], int] = time.time_ns
@@ -1043,7 +1050,7 @@ class SqlStore(Store):
         the index, and its next build takes it in)."""
         self.d.put_blob(tx.db, sha, data)
         retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
-        if index and self.index is not None:
+        if index and self.index is not None and not self._index_later:
             self.index.take(tx.db, path, sha, data)
 
     def mkdir(
@@ -1422,11 +1429,19 @@ class SqlStore(Store):
 
     # --- the backend's housekeeping -------------------------------------------------------
     def defer_maintenance(self) -> None:
+        # A caller with a spare thread (the mount daemon) also takes the full-text
+        # index off the writing transactions: a file's trigrams cost about 1 ms of a
+        # small file's commit (an untar is mostly that). The schema's trigger marks new
+        # content stale, maintain() indexes it in batches, and a search indexes what is
+        # still stale first, so no search misses a file.
+        self._index_later = True
         self.backend.defer_maintenance()
 
     def maintain(self) -> None:
         if not self.readonly:
             self.backend.maintain()
+            if self._index_later and self.index is not None:
+                self.index.build_step(MAINTAIN_INDEX_BATCH)
 
     def storage_problem(self) -> str | None:
         return self.backend.storage_problem()

@@ -184,6 +184,9 @@ class SearchIndex(Protocol):
 
     def build(self, progress: Callable[[int], None] | None) -> None: ...
 
+    def build_step(self, limit: int) -> int:
+        """Index up to ``limit`` of the files waiting, in one transaction; how many."""
+
     def problems(self) -> list[str]: ...
 
 

@@ -15,8 +15,9 @@ or nothing (2: binary content, not searched). ``search_stale`` lists files whose
 current content the index does not hold: a trigger on ``revisions`` adds a file when a
 revision with new content is made at its path, the writer's own transaction indexes it
 and takes it off (``write``, ``truncate``), and a file written by code that does not
-(a migration from an older schema, which lists every file) waits there until the next
-:meth:`SqliteSearch.build`, which every search runs first. A trigger on
+(a migration from an older schema, which lists every file; a mount daemon's store,
+which indexes in ``maintain()`` instead: :meth:`SqliteSearch.build_step`) waits there
+until then or the next :meth:`SqliteSearch.build`, which every search runs first. A trigger on
 ``entries`` removes a deleted file's rows. So the index is never out of date without
 knowing it, whatever wrote the store.
 """
@@ -113,22 +114,27 @@ class SqliteSearch:
     def build(self, progress: Callable[[int], None] | None) -> None:
         # Small transactions, so writers in other processes wait at most one batch.
         while True:
-            with self.store._tx() as tx:
-                rows = tx.db.all(
-                    "SELECT s.id, e.path FROM search_stale s LEFT JOIN entries e"
-                    " ON e.id = s.id AND e.kind = 'file' ORDER BY s.id LIMIT :n",
-                    {"n": BUILD_BATCH},
-                )
-                for entry_id, path in rows:
-                    current = None if path is None else self._current(tx.db, str(path))
-                    if current is None:  # no longer a file
-                        tx.db.run("DELETE FROM search_stale WHERE id = :id", {"id": entry_id})
-                        continue
-                    self.take(tx.db, str(path), current[1], current[0])
-            if progress is not None and rows:
-                progress(len(rows))
-            if len(rows) < BUILD_BATCH:
+            done = self.build_step(BUILD_BATCH)
+            if progress is not None and done:
+                progress(done)
+            if done < BUILD_BATCH:
                 return
+
+    def build_step(self, limit: int) -> int:
+        """Index up to ``limit`` stale files in one transaction; how many were stale."""
+        with self.store._tx() as tx:
+            rows = tx.db.all(
+                "SELECT s.id, e.path FROM search_stale s LEFT JOIN entries e"
+                " ON e.id = s.id AND e.kind = 'file' ORDER BY s.id LIMIT :n",
+                {"n": limit},
+            )
+            for entry_id, path in rows:
+                current = None if path is None else self._current(tx.db, str(path))
+                if current is None:  # no longer a file
+                    tx.db.run("DELETE FROM search_stale WHERE id = :id", {"id": entry_id})
+                    continue
+                self.take(tx.db, str(path), current[1], current[0])
+        return len(rows)
 
     # --- searching ------------------------------------------------------------------
     def search(self, query: str, path: str, *, regex: bool, limit: int) -> list[SearchHit]:
