@@ -275,6 +275,7 @@ def test_a_store_from_before_the_index_is_indexed_with_progress(tmp_path: Path) 
     db.execute("DROP INDEX changes_op")
     db.execute("DROP INDEX changes_path")
     db.execute("DROP TABLE operations")
+    db.execute("DROP TABLE door_notes")
     for column in ("op", "mode", "target", "prior_kind", "prior_sha256", "prior_size",
                    "prior_mode", "prior_target"):  # fmt: skip
         db.execute(f"ALTER TABLE changes DROP COLUMN {column}")
