@@ -165,11 +165,18 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
         else:
             state_text = "dead"
             files = "-"
+            again = command(
+                "mount",
+                r.mountpoint,
+                "--store",
+                shown_url(r.store_url),
+                *(["--subtree", r.subtree] * bool(r.subtree)),
+            )
             notes.append(
                 f"{r.mountpoint}: its daemon (pid {r.pid}) died; "
                 + (
-                    f"recover with: {command('mount', r.mountpoint)}"
-                    f" or {command('umount', r.mountpoint)}"
+                    "the mount fails every access until you run (it saves what the daemon"
+                    f" journaled and mounts again): {again}"
                     if m.mounted
                     else "nothing is left mounted."
                 )

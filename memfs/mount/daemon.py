@@ -426,7 +426,7 @@ def left_over_journals() -> dict[str, int]:
 
 def status() -> list[MountStatus]:
     """Every mount this state directory knows, live ones first; stale records are
-    reported once and deleted."""
+    reported once and deleted, but for a dead mount still in the mount table."""
     live, stale = state.scan()
     out = []
     for record in live:
@@ -434,6 +434,10 @@ def status() -> list[MountStatus]:
         out.append(MountStatus(record, True, mounted, **_usage(record)))
     for record in stale:
         mounted = host.mount_entry(Path(record.mountpoint)) is not None
+        if mounted:
+            # A dead daemon's mount is still there, failing every access: keep its record
+            # (what to mount again) until memfs mount or umount clears it.
+            state.write(record)
         out.append(MountStatus(record, False, mounted))
     return out
 
