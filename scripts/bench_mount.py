@@ -275,6 +275,8 @@ def staleness(db: Path | str, mnt: Path, trials: int = 100) -> None:
                 data = f"from the store {i}".encode()
                 store.write("stale.txt", data, author="bench")
                 outside.append(_visible(other / "stale.txt", data))
+                # Mount A's next save must be of what it read, or it is a conflict copy.
+                _visible(mnt / "stale.txt", data)
         finally:
             store.close()
     print(f"\nother writers' changes visible after ({trials} writes; p50 / p99 / max):")
