@@ -38,6 +38,9 @@ _NO_PARAMS: Params = {}
 # How long a wait for changes sleeps where no inotify tells of commits (the pace of a
 # follower of a polling store: its poll_interval's default).
 POLL_WITHOUT_WAKE = 0.1
+# Looks again after a write to the -wal file woke a wait and its commit did not show yet
+# (seconds; the whole wait is ~8 ms: a commit shows in microseconds after its write).
+SETTLE_PAUSES = (0.0005, 0.001, 0.002, 0.004)
 
 
 class Rows:
@@ -249,18 +252,32 @@ class SqliteConnections:
         # the first wait, so only followers hold an inotify instance). Without one, a
         # short poll at the pace followers of a polling store keep.
         wake = self._wake_for_waiting()
-        mark = wake.heard() if wake is not None else 0
-        newest = last_seq()
+        if wake is None:
+            if last_seq() > since:
+                return True
+            time.sleep(min(timeout, POLL_WITHOUT_WAKE))
+            return self._saw(last_seq(), since)
+        deadline = time.monotonic() + timeout
+        while True:
+            mark = wake.heard()  # before the look: a commit after it is heard
+            if self._saw(last_seq(), since):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not wake.wait(mark, left):
+                return False
+            # SQLite writes the log before it publishes the commit in its index (the
+            # -shm file, written through memory, which inotify does not see): just
+            # woken, the commit may not show yet. Look again a few times before waiting.
+            for pause in SETTLE_PAUSES:
+                time.sleep(pause)
+                if self._saw(last_seq(), since):
+                    return True
+
+    def _saw(self, newest: int, since: int) -> bool:
         if newest <= since:
-            if wake is not None:
-                wake.wait(mark, timeout)
-            else:
-                time.sleep(min(timeout, POLL_WITHOUT_WAKE))
-            newest = last_seq()
-        if newest > since:
-            self._told = max(self._told, newest)
-            return True
-        return False
+            return False
+        self._told = max(self._told, newest)
+        return True
 
     def _wake_for_waiting(self) -> WalWake | None:
         with self._conns_lock:
