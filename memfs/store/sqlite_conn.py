@@ -39,8 +39,9 @@ _NO_PARAMS: Params = {}
 # follower of a polling store: its poll_interval's default).
 POLL_WITHOUT_WAKE = 0.1
 # Looks again after a write to the -wal file woke a wait and its commit did not show yet
-# (seconds; the whole wait is ~8 ms: a commit shows in microseconds after its write).
-SETTLE_PAUSES = (0.0005, 0.001, 0.002, 0.004)
+# (seconds, ~64 ms in all: a commit shows microseconds after its write unless the
+# committing process is held off the CPU in between).
+SETTLE_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032)
 
 
 class Rows:
@@ -267,9 +268,12 @@ class SqliteConnections:
                 return False
             # SQLite writes the log before it publishes the commit in its index (the
             # -shm file, written through memory, which inotify does not see): just
-            # woken, the commit may not show yet. Look again a few times before waiting.
+            # woken, the commit may not show yet, and on a loaded machine the committer
+            # can be held between the two for milliseconds. Look again at growing
+            # intervals (woken sooner by a further write) before waiting as before.
             for pause in SETTLE_PAUSES:
-                time.sleep(pause)
+                mark = wake.heard()
+                wake.wait(mark, min(pause, max(0.0, deadline - time.monotonic())))
                 if self._saw(last_seq(), since):
                     return True
 
