@@ -111,8 +111,9 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
             "choose an empty directory instead."
         )
     if entry is not None and not host.is_dead(mountpoint):
-        # A daemon killed a moment ago is unmounted by its fusermount3 (auto_unmount):
-        # the entry read above may be gone by now, and statfs answered for the directory.
+        # A daemon started with auto_unmount and killed a moment ago is unmounted by its
+        # fusermount3: the entry read above may be gone by now, and statfs answered for
+        # the directory.
         entry = host.mount_entry(mountpoint)
         if entry is not None and not host.is_dead(mountpoint):
             raise MountError(
