@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from memfs.store import open_store, sqlite_conn
+from memfs.store.sqlite import SqliteStore
 from memfs.store.sqlite_wake import WalWake
+from tests.fixtures.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,3 +112,26 @@ def test_without_inotify_the_store_polls(tmp_path: Path, monkeypatch: pytest.Mon
         since = store.last_seq()
         _write_elsewhere(db, "p", 1)
         assert store.wait_for_changes(since, 30)
+
+
+def test_interrupt_ends_the_store_handles_waits(tmp_path: Path) -> None:
+    # A follower stopping (an unmount) must not wait out the wait's timeout.
+    db = tmp_path / "m.db"
+    store = SqliteStore(db)
+    with store:
+        store.write("start.md", b"x", author="t")
+        since = store.last_seq()
+        result: list[bool] = []
+        waiter = threading.Thread(target=lambda: result.append(store.wait_for_changes(since, 600)))
+        waiter.start()
+        wait_for(lambda: store._files._wake is not None, 30, what="the watch")
+        wake = store._files._wake
+        assert wake is not None
+        wait_for(lambda: wake._reader, 30, what="the waiter to read the watch")
+        store.interrupt_waits()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive() and result == [False]
+        # The handle waits again afterwards, and hears the next commit.
+        mark = wake.heard()
+        _write_elsewhere(db, "p", 1)
+        assert wake.wait(mark, 30)

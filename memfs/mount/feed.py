@@ -199,6 +199,7 @@ class ChangeFollower(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self._nudge.set()
+        self.store.interrupt_waits()  # not a PUSH_WAIT more on every unmount
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=10)
 

@@ -211,6 +211,9 @@ class Backend(Protocol):
     def pushed_upto(self) -> int:
         """:meth:`memfs.store.base.Store.pushed_upto`."""
 
+    def interrupt_waits(self) -> None:
+        """:meth:`memfs.store.base.Store.interrupt_waits`."""
+
     def defer_maintenance(self) -> None: ...
 
     def maintain(self) -> None: ...

@@ -277,6 +277,12 @@ class SqliteConnections:
                 if self._saw(last_seq(), since):
                     return True
 
+    def interrupt_waits(self) -> None:
+        with self._conns_lock:
+            wake = self._wake
+        if wake is not None:
+            wake.interrupt()
+
     def _saw(self, newest: int, since: int) -> bool:
         if newest <= since:
             return False

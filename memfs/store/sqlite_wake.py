@@ -62,6 +62,7 @@ class WalWake:
         self._reader = False  # a waiter is reading the descriptor
         self._fd = -1
         self._closing = False
+        self._interrupts = 0  # interrupt() calls: a wait begun before one ends
         self._stop_r = self._stop_w = -1  # close() wakes a reader through this pipe
         lib = _libc()
         if lib is None:
@@ -90,9 +91,10 @@ class WalWake:
         True if they were."""
         deadline = time.monotonic() + timeout
         with self._lock:
+            interrupts = self._interrupts
             while self._writes <= past:
                 left = deadline - time.monotonic()
-                if left <= 0 or self._closing:
+                if left <= 0 or self._closing or self._interrupts != interrupts:
                     return self._writes > past
                 if self._reader:
                     self._heard.wait(left)
@@ -116,6 +118,8 @@ class WalWake:
         poller.register(self._stop_r, select.POLLIN)
         try:
             ready = poller.poll(max(1, int(timeout * 1000)))
+            if any(fd == self._stop_r for fd, _ in ready):
+                os.read(self._stop_r, 4096)  # interrupt() or close(): the waiters look
             if not any(fd == self._fd for fd, _ in ready):
                 return 0
             data = os.read(self._fd, 64 * 1024)
@@ -132,6 +136,14 @@ class WalWake:
             if name == self._name:
                 count += 1
         return count
+
+    def interrupt(self) -> None:
+        """End every wait in progress now (it returns whether it heard a write)."""
+        with self._lock:
+            self._interrupts += 1
+            if self._reader and not self._closing:
+                os.write(self._stop_w, b"x")
+            self._heard.notify_all()
 
     def close(self) -> None:
         with self._lock:
