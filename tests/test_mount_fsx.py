@@ -381,7 +381,7 @@ class CrashFsx(Fsx):
         written = {os.fstat(h.ref).st_ino for h in self.open if h.dirty}
         pid = self.mount.pid
         self.mount.kill9()  # SIGKILL to the MountRecord's pid, then reaped
-        # The mount is left dead unless fusermount3's auto-unmount helper beat us to it.
+        # The mount is left dead (no auto_unmount, unless the options asked for it).
         mountpoint = self.mount.mountpoint
         subprocess.run(["fusermount3", "-uz", str(mountpoint)], capture_output=True, check=False)
         wait_for(lambda: host.mount_entry(mountpoint) is None, 10, what="the dead mount to go")

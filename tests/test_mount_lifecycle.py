@@ -18,10 +18,11 @@ from click.testing import CliRunner, Result
 
 from memfs import host
 from memfs.cli import main
+from memfs.history.author import author_for
 from memfs.mount import daemon, state
 from memfs.mount.ops import MountOptions
 from memfs.program import command
-from memfs.store import open_store
+from memfs.store import open_store, shown_url
 from tests.fixtures.mount import MountHandle, daemon_gone, require_fuse, sqlite_url, wait_for
 
 pytestmark = pytest.mark.fuse
@@ -262,17 +263,22 @@ def test_remount_recovers_a_stale_mount_after_kill9(dead_mount: MountHandle, cli
     dead_mount.pid = record.pid  # so the fixture tears the new daemon down
 
 
-def test_kill9_with_auto_unmount_leaves_no_dead_mount(memfs_mount: MountHandle) -> None:
+def test_kill9_leaves_a_mount_that_fails_writes(memfs_mount: MountHandle) -> None:
+    # The default has no auto_unmount: a write after the crash must fail, not land in
+    # the bare directory under the mount where no store would ever see it.
     (memfs_mount.mountpoint / "kept.md").write_text("before the crash\n")
     store = memfs_mount.store()
     wait_for(lambda: store.read("kept.md")[0] == b"before the crash\n", 10, what="commit")
     memfs_mount.kill9()
-    # fusermount3's auto_unmount helper sees the daemon's end and takes the mount away.
-    # The kernel ends the connection only once the killed daemon has left every syscall
-    # (a loaded disk can hold it in one for seconds): a generous deadline.
-    wait_for(lambda: host.mount_entry(memfs_mount.mountpoint) is None, 30, what="auto unmount")
-    assert memfs_mount.restart() == []
+    with pytest.raises(OSError) as info, open(memfs_mount.mountpoint / "log.txt", "a") as f:
+        f.write("two\n")
+    assert info.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+    assert host.mount_entry(memfs_mount.mountpoint) is not None
+    assert memfs_mount.restart() == [
+        f"Recovered a stale memfs mount at {memfs_mount.mountpoint} (its daemon had died)."
+    ]
     assert (memfs_mount.mountpoint / "kept.md").read_text() == "before the crash\n"
+    assert not (memfs_mount.mountpoint / "log.txt").exists()
 
 
 def test_status_reports_a_dead_daemon_and_umount_cleans_it(dead_mount: MountHandle) -> None:
@@ -281,17 +287,70 @@ def test_status_reports_a_dead_daemon_and_umount_cleans_it(dead_mount: MountHand
     assert shown.exit_code == 0
     lines = shown.stdout.splitlines()
     assert lines[1].split()[3] == "dead"
+    again = command("mount", mp, "--store", shown_url(dead_mount.store_url))
     assert lines[2] == (
-        f"{mp}: its daemon (pid {dead_mount.pid}) died; "
-        f"recover with: {command('mount', mp)} or {command('umount', mp)}"
+        f"{mp}: its daemon (pid {dead_mount.pid}) died; the mount fails every access until"
+        f" you run (it saves what the daemon journaled and mounts again): {again}"
     )
-    assert _invoke("status").stdout == "No memfs mounts.\n"  # reported once, then cleaned
+    assert _invoke("status").stdout == shown.stdout  # named until it is cleared
     gone = _invoke("umount", str(mp))
     assert gone.exit_code == 0, gone.output
     assert gone.stdout == (
         f"Removed a stale memfs mount at {mp} (its daemon had died).\nUnmounted {mp}.\n"
     )
     assert host.mount_entry(mp) is None
+
+
+def test_files_written_after_a_manual_unmount_are_saved_by_mount(
+    dead_mount: MountHandle, memfs_state_dir: Path
+) -> None:
+    # Someone cleared the dead mount by hand, and a program went on writing into the
+    # bare directory: acknowledged writes that no daemon saw.
+    mp = dead_mount.mountpoint
+    host.fusermount(mp, lazy=True)
+    wait_for(lambda: host.mount_entry(mp) is None, 30, what="the manual unmount")
+    (mp / "log.txt").write_text("two\n")
+    (mp / "notes").mkdir()
+    (mp / "notes" / "a.md").write_text("new a\n")
+    (mp / "kept.md").write_text("written while unmounted\n")
+
+    shown = _invoke("status")
+    assert shown.exit_code == 0, shown.output
+    again = command("mount", mp, "--store", shown_url(dead_mount.store_url))
+    assert (
+        f"{mp}: its daemon (pid {dead_mount.pid}) died; 3 file(s) were written into the "
+        f"directory while it was not mounted (kept.md, log.txt, notes/a.md); this saves "
+        f"them to the store and mounts again: {again}"
+    ) in shown.stdout.splitlines()
+    assert _invoke("status").stdout == shown.stdout  # named until they are saved
+
+    notes = dead_mount.restart()
+    assert len(notes) == 1 and notes[0].startswith(
+        f"Saved 3 file(s) written into {mp} while it was not mounted to the store as one "
+        "operation (memfs undo takes it back); the originals are in "
+    )
+    moved = Path(notes[0].rsplit(" ", 1)[1].rstrip("."))
+    assert sorted(p.relative_to(moved).as_posix() for p in moved.rglob("*")) == [
+        "kept.md",
+        "log.txt",
+        "notes",
+        "notes/a.md",
+    ]
+    store = dead_mount.store()
+    assert store.read("log.txt")[0] == b"two\n"
+    assert store.read("notes/a.md")[0] == b"new a\n"
+    assert (mp / "log.txt").read_text() == "two\n"  # through the new mount
+    # kept.md differed from the store's: merged as a save of unknown base, both kept.
+    kept = b"".join(store.read(e.path)[0] for e in store.walk() if e.path.startswith("kept"))
+    assert b"before the crash\n" in kept and b"written while unmounted\n" in kept
+    op = store.operations(limit=1)[0]
+    assert op.actor == author_for("mount") and op.label == "memfs mount"
+    assert {c.path for c in store.changes(since=op.first_seq - 1)} >= {
+        "log.txt",
+        "notes",
+        "notes/a.md",
+    }
+    assert "not mounted" not in _invoke("status").stdout
 
 
 # --- bad input: one line, exit 1, nothing mounted, nothing lost ------------------------------

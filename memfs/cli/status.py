@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -116,6 +117,24 @@ def _health_notes(r: MountRecord) -> list[str]:
     return notes
 
 
+def _left_there(mountpoint: Path, again: str) -> str:
+    """What a dead daemon's unmounted directory holds, and the command that saves it."""
+    from memfs.mount import leftovers
+
+    try:
+        found = leftovers.find(mountpoint)
+    except MemfsError as exc:
+        return str(exc)
+    if not found.files and not found.dirs:
+        return "nothing is left mounted."
+    shown = ", ".join(found.files[:10]) + (" ..." if len(found.files) > 10 else "")
+    return (
+        f"{len(found.files)} file(s) were written into the directory while it was not "
+        f"mounted ({shown or 'directories only'}); this saves them to the store and "
+        f"mounts again: {again}"
+    )
+
+
 def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
     """The mounts' table and notes, or (``out``) their JSON records added to ``out``."""
     from memfs.mount import daemon
@@ -165,13 +184,20 @@ def _mounts(out: dict[str, list[dict[str, object]]] | None = None) -> None:
         else:
             state_text = "dead"
             files = "-"
+            again = command(
+                "mount",
+                r.mountpoint,
+                "--store",
+                shown_url(r.store_url),
+                *(["--subtree", r.subtree] * bool(r.subtree)),
+            )
             notes.append(
                 f"{r.mountpoint}: its daemon (pid {r.pid}) died; "
                 + (
-                    f"recover with: {command('mount', r.mountpoint)}"
-                    f" or {command('umount', r.mountpoint)}"
+                    "the mount fails every access until you run (it saves what the daemon"
+                    f" journaled and mounts again): {again}"
                     if m.mounted
-                    else "nothing is left mounted."
+                    else _left_there(Path(r.mountpoint), again)
                 )
             )
         if out is not None:

@@ -111,8 +111,9 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
             "choose an empty directory instead."
         )
     if entry is not None and not host.is_dead(mountpoint):
-        # A daemon killed a moment ago is unmounted by its fusermount3 (auto_unmount):
-        # the entry read above may be gone by now, and statfs answered for the directory.
+        # A daemon started with auto_unmount and killed a moment ago is unmounted by its
+        # fusermount3: the entry read above may be gone by now, and statfs answered for
+        # the directory.
         entry = host.mount_entry(mountpoint)
         if entry is not None and not host.is_dead(mountpoint):
             raise MountError(
@@ -135,7 +136,7 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
             f"Cannot create or read the mountpoint {mountpoint}: {exc.strerror}; "
             "choose a directory you can write to."
         ) from exc
-    if nonempty:
+    if nonempty and (record is None or record.store_url != canonical):
         raise MountError(
             f"{mountpoint} is not empty; mount on an empty directory so no files are hidden "
             "under the mount, or put what it holds into the store first: "
@@ -143,6 +144,24 @@ def _prepare(mountpoint: Path, store_url: str, on_note: Note) -> str:
             f"{command('claude-code', 'enable')} in the repository imports and mounts it)."
         )
     return canonical
+
+
+def _save_leftovers(mountpoint: Path, store_url: str, subtree: str, on_note: Note) -> None:
+    """Save files written into a former mountpoint of this store while nothing was
+    mounted there (memfs.mount.leftovers), so the mount neither refuses nor hides them."""
+    from memfs.mount import leftovers
+
+    found = leftovers.find(mountpoint)
+    if not found.files and not found.dirs:
+        return
+    moved = leftovers.save(
+        mountpoint, store_url, subtree, state.journal_dir(store_url) / "recovered"
+    )
+    on_note(
+        f"Saved {len(found.files)} file(s) written into {mountpoint} while it was not "
+        f"mounted to the store as one operation (memfs undo takes it back); the originals"
+        f" are in {moved}."
+    )
 
 
 def _make_subtree(store_url: str, subtree: str) -> None:
@@ -189,6 +208,7 @@ def start(
     store_url = _prepare(mp, store_url, on_note)
     if sub:
         _make_subtree(store_url, sub)
+    _save_leftovers(mp, store_url, sub, on_note)
     if foreground:
         return serve_here(
             mp, store_url, debug=debug, options=options, on_ready=on_ready, subtree=sub
@@ -426,7 +446,7 @@ def left_over_journals() -> dict[str, int]:
 
 def status() -> list[MountStatus]:
     """Every mount this state directory knows, live ones first; stale records are
-    reported once and deleted."""
+    reported once and deleted (see state.scan for the ones kept)."""
     live, stale = state.scan()
     out = []
     for record in live:

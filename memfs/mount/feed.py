@@ -9,8 +9,8 @@ layer to invalidate each path another writer touched.
 
 Bound: a reader of the mount sees another writer's change at most ``poll_interval`` plus
 the time of one feed query and the invalidation calls after that change is committed;
-on a store that pushes its changes (PostgreSQL), the time its notification takes
-instead of ``poll_interval``.
+on a store that pushes its changes (PostgreSQL's NOTIFY, an SQLite store's inotify watch
+on its -wal file), the time its notification takes instead of ``poll_interval``.
 """
 
 from __future__ import annotations
@@ -199,6 +199,7 @@ class ChangeFollower(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self._nudge.set()
+        self.store.interrupt_waits()  # not a PUSH_WAIT more on every unmount
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=10)
 

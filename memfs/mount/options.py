@@ -31,6 +31,11 @@ class MountOptions:
         ``journal/<store>`` (see memfs.mount.fuse.serve).
     max_pending_bytes: the most data held for commit at once; past it, writes commit
         other files first, then answer ENOSPC (the daemon's memory stays bounded).
+    auto_unmount: let fusermount3 take the mount away when the daemon dies. Off: a
+        dead daemon leaves a mount that answers ENOTCONN ("Transport endpoint is not
+        connected"), so a write after a crash fails loudly instead of landing in the
+        bare directory under it; ``memfs mount`` clears the dead mount (after saving
+        the journal) and ``memfs status`` names it.
     allow_other: let other users use the mount (with default_permissions, so the kernel
         checks modes); their new entries are recorded as theirs.
     expire_unused_for_ns: delete files unused this long (no write, no model read) on a
@@ -46,7 +51,7 @@ class MountOptions:
     commit_on_close: bool = False
     poll_interval: float = 0.1
     cache_readdir: bool | None = None
-    auto_unmount: bool = True
+    auto_unmount: bool = False
     allow_other: bool = False
     journal_dir: str | None = None
     max_pending_bytes: int = 256 << 20

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memfs import __version__
+from memfs import __version__, host
 from memfs.errors import MountError
 from memfs.private import private_dir, write_private
 from memfs.procs import pid_alive as pid_alive
@@ -179,8 +179,27 @@ def remove(mountpoint: str | os.PathLike[str], *, pid: int | None = None) -> Non
 
 def scan() -> tuple[list[MountRecord], list[MountRecord]]:
     """``(live, stale)`` records sorted by mountpoint; stale and unreadable records are
-    deleted as they are found, so each stale one is reported once."""
-    return _RECORDS.scan(lambda r: r.mountpoint)
+    deleted as they are found, so each stale one is reported once, except one whose
+    daemon left something to clear up: a dead mount still in the mount table, or files
+    written into its directory since (memfs.mount.leftovers). That record says which
+    store to mount there again, so it stays until a mount or umount there."""
+    live, stale = _RECORDS.scan(lambda r: r.mountpoint)
+    for record in stale:
+        if left_behind(Path(record.mountpoint)):
+            write(record)
+    return live, stale
+
+
+def left_behind(mountpoint: Path) -> bool:
+    """Whether a dead daemon's ``mountpoint`` is still mounted or holds files."""
+    if host.mount_entry(mountpoint) is not None:
+        return True
+    try:
+        return any(mountpoint.iterdir())
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # ENOTCONN and the like: a mount after all
 
 
 def records() -> list[MountRecord]:

@@ -625,6 +625,11 @@ class Store(abc.ABC):
         came since its last read need not read the feed."""
         return 0
 
+    def interrupt_waits(self) -> None:
+        """End every :meth:`wait_for_changes` of this handle in progress now (a follower
+        stopping need not wait out its timeout). The default waits cannot be ended."""
+        return None
+
     def wait_for_changes(self, since: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a committed change with ``seq > since``;
         True if there is one (it may have been there already), False on timeout.

@@ -824,6 +824,9 @@ class SqlStore(Store):
     def pushed_upto(self) -> int:
         return self.backend.pushed_upto()
 
+    def interrupt_waits(self) -> None:
+        self.backend.interrupt_waits()
+
     # --- writing ------------------------------------------------------------------------
     def _ask_usage(self, tx: Tx) -> Pending | None:
         """The tree's totals, asked only when a cap needs them (with what this

@@ -298,6 +298,9 @@ class PgBackend(PgConnections):
     def pushed_upto(self) -> int:
         return self.listener.drain()
 
+    def interrupt_waits(self) -> None:
+        return None  # a wait on the listener ends within its timeout
+
     def defer_maintenance(self) -> None:
         return None  # nothing to move off the write path: the server does its own
 

@@ -239,6 +239,9 @@ class Backend(Protocol):
         a :meth:`Dialect.slice` per range (SQLite: an open blob handle), or None to read
         each range with :meth:`Dialect.slice` on the usual connections."""
 
+    def interrupt_waits(self) -> None:
+        """:meth:`memfs.store.base.Store.interrupt_waits`."""
+
     def defer_maintenance(self) -> None: ...
 
     def maintain(self) -> None: ...

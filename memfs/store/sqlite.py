@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from memfs.store import sqlite_wake
 from memfs.store.base import Usage
 from memfs.store.engine import SqlStore
 from memfs.store.sql import Cursor, Params
@@ -363,6 +364,8 @@ class SqliteBackend(SqliteConnections):
         # "?" or "#" (the URL's path part is percent-decoded, a "?" starts options).
         self.url = "sqlite://" + quote(str(path), safe="/")
         self._watch = FileWatch(path)
+        # Followers wait on the -wal file's writes instead of polling (sqlite_wake).
+        self.pushes_changes = sqlite_wake.available()
 
     def storage_problem(self) -> str | None:
         return self._watch.problem()

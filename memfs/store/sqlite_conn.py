@@ -29,11 +29,19 @@ from memfs.store.sql import Params, Pending, Row
 from memfs.store.sqlite_files import Connection, count_open
 from memfs.store.sqlite_options import SqliteOptions
 from memfs.store.sqlite_schema import translate
+from memfs.store.sqlite_wake import WalWake
 
 # SQLite's default: the commit that fills the WAL past 1,000 pages copies it back into
 # the database file itself, a pause of up to ~100 ms on that one write.
 DEFAULT_AUTOCHECKPOINT = 1000
 _NO_PARAMS: Params = {}
+# How long a wait for changes sleeps where no inotify tells of commits (the pace of a
+# follower of a polling store: its poll_interval's default).
+POLL_WITHOUT_WAKE = 0.1
+# Looks again after a write to the -wal file woke a wait and its commit did not show yet
+# (seconds, ~64 ms in all: a commit shows microseconds after its write unless the
+# committing process is held off the CPU in between).
+SETTLE_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032)
 
 
 class Rows:
@@ -133,6 +141,9 @@ class SqliteConnections:
         # Whether this read-only open is the one that makes the -wal and -shm files
         # SQLite needs beside the store (then close() takes them away again).
         self._tidy = False
+        self._wake: WalWake | None = None
+        self._wake_tried = False
+        self._told = 0
         if options.limits.readonly:
             self._tidy = not any(Path(f"{path}{end}").exists() for end in _SIDE_FILES)
             db, uri = schema.open_readonly(path, busy_timeout=options.busy_timeout)
@@ -254,14 +265,61 @@ class SqliteConnections:
         return StoreUnavailable(f"the store {self.path} has lost its counters table")
 
     def wait_for_changes(self, since: int, timeout: float, last_seq: Callable[[], int]) -> bool:
-        # Nothing tells a process of another's commit: one short poll.
-        if last_seq() > since:
-            return True
-        time.sleep(timeout)
-        return last_seq() > since
+        # Every commit writes the -wal file: a watch on it wakes this at once (made on
+        # the first wait, so only followers hold an inotify instance). Without one, a
+        # short poll at the pace followers of a polling store keep.
+        wake = self._wake_for_waiting()
+        if wake is None:
+            if last_seq() > since:
+                return True
+            time.sleep(min(timeout, POLL_WITHOUT_WAKE))
+            return self._saw(last_seq(), since)
+        deadline = time.monotonic() + timeout
+        while True:
+            mark = wake.heard()  # before the look: a commit after it is heard
+            if self._saw(last_seq(), since):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not wake.wait(mark, left):
+                return False
+            # SQLite writes the log before it publishes the commit in its index (the
+            # -shm file, written through memory, which inotify does not see): just
+            # woken, the commit may not show yet, and on a loaded machine the committer
+            # can be held between the two for milliseconds. Look again at growing
+            # intervals (woken sooner by a further write) before waiting as before.
+            for pause in SETTLE_PAUSES:
+                mark = wake.heard()
+                wake.wait(mark, min(pause, max(0.0, deadline - time.monotonic())))
+                if self._saw(last_seq(), since):
+                    return True
+
+    def interrupt_waits(self) -> None:
+        with self._conns_lock:
+            wake = self._wake
+        if wake is not None:
+            wake.interrupt()
+
+    def _saw(self, newest: int, since: int) -> bool:
+        if newest <= since:
+            return False
+        self._told = max(self._told, newest)
+        return True
+
+    def _wake_for_waiting(self) -> WalWake | None:
+        with self._conns_lock:
+            if self._wake is None and not self._closed and not self._wake_tried:
+                self._wake_tried = True
+                wake = WalWake(self.path)
+                if wake.works:
+                    self._wake = wake
+                else:
+                    wake.close()
+            return self._wake
 
     def pushed_upto(self) -> int:
-        return 0  # nothing is pushed: followers poll
+        # The newest number a wait saw: a follower whose own commits are all that came
+        # need not read the feed.
+        return self._told
 
     def defer_maintenance(self) -> None:
         # Checkpoints move to maintain(), on the caller's own thread: writes no longer
@@ -278,6 +336,9 @@ class SqliteConnections:
             self._closed = True
             conns = list(self._conns)
             self._conns.clear()
+            wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.close()
         for db in conns:
             db.close()
         if self._tidy:

@@ -397,6 +397,9 @@ class SubtreeStore(Store):
     def pushed_upto(self) -> int:
         return self.base.pushed_upto()
 
+    def interrupt_waits(self) -> None:
+        self.base.interrupt_waits()
+
     def wait_for_changes(self, since: int, timeout: float) -> bool:
         return self.base.wait_for_changes(since, timeout)
 
