@@ -131,7 +131,7 @@ def test_enable_imports_without_loss_or_duplicates_and_disable_restores(
     settings.write_text(json.dumps(before))
 
     out = alice.memfs(repo, "claude-code", "enable").stdout
-    assert "2 new file(s), 1 line(s) added to MEMORY.md, 1 already there" in out
+    assert "2 new files, 1 line added to MEMORY.md, 1 already there" in out
     assert "Other work trees and clones on this machine: run" in out
     assert "claude-code disable" in out
     now = settings_of(repo)

@@ -318,7 +318,7 @@ def test_files_written_after_a_manual_unmount_are_saved_by_mount(
     assert shown.exit_code == 0, shown.output
     again = command("mount", mp, "--store", shown_url(dead_mount.store_url))
     assert (
-        f"{mp}: its daemon (pid {dead_mount.pid}) died; 3 file(s) were written into the "
+        f"{mp}: its daemon (pid {dead_mount.pid}) died; 3 files were written into the "
         f"directory while it was not mounted (kept.md, log.txt, notes/a.md); this saves "
         f"them to the store and mounts again: {again}"
     ) in shown.stdout.splitlines()
@@ -326,7 +326,7 @@ def test_files_written_after_a_manual_unmount_are_saved_by_mount(
 
     notes = dead_mount.restart()
     assert len(notes) == 1 and notes[0].startswith(
-        f"Saved 3 file(s) written into {mp} while it was not mounted to the store as one "
+        f"Saved 3 files written into {mp} while it was not mounted to the store as one "
         "operation (memfs undo takes it back); the originals are in "
     )
     moved = Path(notes[0].rsplit(" ", 1)[1].rstrip("."))

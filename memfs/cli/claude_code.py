@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from memfs.cli import stores
-from memfs.cli.common import size_text, store_error, store_option
+from memfs.cli.common import count, size_text, store_error, store_option
 from memfs.errors import MemfsError
 from memfs.program import command
 from memfs.store import shown_url
@@ -53,8 +53,9 @@ def enable(store_url: str | None, mountpoint: Path | None) -> None:
     imported = done.imported
     if imported is not None:
         click.echo(
-            f"Imported {imported.source}: {len(imported.written)} new file(s), "
-            f"{imported.index_lines} line(s) added to {cc.INDEX}, {imported.same} already there."
+            f"Imported {imported.source}: {count(len(imported.written), 'new file')}, "
+            f"{count(imported.index_lines, 'line')} added to {cc.INDEX},"
+            f" {imported.same} already there."
         )
         for file, copy in imported.copies:
             click.echo(f"  {file} differs from the shared one: kept beside it as {copy}")

@@ -101,7 +101,8 @@ def _health_notes(r: MountRecord) -> list[str]:
     if r.unsaved:
         shown = ", ".join(r.unsaved[:10]) + (" ..." if len(r.unsaved) > 10 else "")
         notes.append(
-            f"{r.mountpoint}: {len(r.unsaved)} file(s) not saved to the store yet: {shown}; "
+            f"{r.mountpoint}: {count_of(len(r.unsaved), 'file')} not saved to the store yet:"
+            f" {shown}; "
             f"the daemon keeps retrying, copies are in {r.recovery_dir} (see {r.log_path})"
         )
     if r.store_problem:
@@ -128,8 +129,9 @@ def _left_there(mountpoint: Path, again: str) -> str:
     if not found.files and not found.dirs:
         return "nothing is left mounted."
     shown = ", ".join(found.files[:10]) + (" ..." if len(found.files) > 10 else "")
+    were = "was" if len(found.files) == 1 else "were"
     return (
-        f"{len(found.files)} file(s) were written into the directory while it was not "
+        f"{count_of(len(found.files), 'file')} {were} written into the directory while it was not "
         f"mounted ({shown or 'directories only'}); this saves them to the store and "
         f"mounts again: {again}"
     )

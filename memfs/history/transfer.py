@@ -78,8 +78,8 @@ DEFAULT_MAX_ENTRIES = 1_000_000
 _CHUNK = 1 << 20
 # New files go to the store this many at a time (or this many bytes): one savepoint and
 # one statement of change records for them all, and memory bounded whatever the source.
-_FLUSH_FILES = 500
-_FLUSH_BYTES = 8 << 20
+_FLUSH_FILES = 5000
+_FLUSH_BYTES = 32 << 20
 
 
 @dataclass(frozen=True, slots=True)

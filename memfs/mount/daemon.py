@@ -157,8 +157,9 @@ def _save_leftovers(mountpoint: Path, store_url: str, subtree: str, on_note: Not
     moved = leftovers.save(
         mountpoint, store_url, subtree, state.journal_dir(store_url) / "recovered"
     )
+    files = f"{len(found.files)} file{'' if len(found.files) == 1 else 's'}"
     on_note(
-        f"Saved {len(found.files)} file(s) written into {mountpoint} while it was not "
+        f"Saved {files} written into {mountpoint} while it was not "
         f"mounted to the store as one operation (memfs undo takes it back); the originals"
         f" are in {moved}."
     )
