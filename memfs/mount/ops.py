@@ -29,17 +29,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memfs import errors
+from memfs.mount.buffer import Snapshot
 from memfs.mount.bursts import Bursts, Writer
 from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
 from memfs.mount.handles import Handles, Opened, Pin
+from memfs.mount.health import Health
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
+from memfs.mount.purge import Purged
 from memfs.mount.readcache import ReadCache
 from memfs.mount.reads import ReadRevisions
-from memfs.mount.writes import Buffer, Health, PendingWrites, Purged, fits_gate
+from memfs.mount.writes import PendingWrites, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 
@@ -629,12 +632,13 @@ class MemfsOperations(NamespaceOps):
     def _commit_under(self, p: str) -> None:
         self.writes.commit_under(p)
 
-    def _committed(self, buf: Buffer, entry: Entry) -> None:
-        """A buffer landed as ``entry``: its changes were in place, so the handles that
-        read its base read the result, and its writer has read what it saved."""
-        self._handles.repin(buf.path, buf.base_rev, entry.rev)
-        if buf.writer is not None:
-            self._reads.read(buf.writer, buf.path, entry.rev)
+    def _committed(self, snap: Snapshot, entry: Entry) -> None:
+        """A buffer's snapshot landed as ``entry``: its changes were in place, so the
+        handles that read its base read the result, and its writer has read what it
+        saved."""
+        self._handles.repin(snap.path, snap.base_rev, entry.rev)
+        if snap.writer is not None:
+            self._reads.read(snap.writer, snap.path, entry.rev)
 
     def _saved(self, path: str, entry: Entry, data: bytes) -> None:
         """A commit stored ``data`` as it was written: later reads need not fetch it."""
