@@ -4,34 +4,33 @@ A :class:`Buffer` holds what the writers of one file changed and the store has n
 yet. Its life, every state and every move (each move is one method here, and those
 methods are the only writers of the buffer's fields)::
 
-                 load (first change of a stored file)
-                 |
-                 v          write / truncate
-              +-------+  ----------------------+
-              | CLEAN |                        |
-              +-------+                        v
-                 |         create         +-------+ <--- write / truncate (any writer
-                 |      ------------->    | DIRTY |      when nothing is in flight)
-                 |                        +-------+
-                 | discard                 |  ^  |
-                 |                  begin  |  |  | discard (unlink, a newer journal)
-                 |                 commit  |  |  |
-                 v                         v  |  v
-            +---------+   landed,     +------------+ --- write past the snapshot
-            | DROPPED | <-- (none) -- | COMMITTING |     (same writer, or a writer
-            +---------+               +------------+      taking over an idle one):
-                 ^                     |    |    |        stays COMMITTING, gen + 1
-                 |        landed, no   |    |    |
-                 |        change since |    |    +-- landed, changes since: DIRTY
-                 |                     v    |        again, rebased onto the landed
-                 |              +--------+  |        revision (back up the arrow)
-                 |              | LANDED |  | failed
-                 |              +--------+  v
-                 |     discard          +--------+
-                 +--------------------- | FAILED | -- begin commit (retry) --> COMMITTING
-                                        +--------+
-      (COMMITTING -> DIRTY, "unfreeze": a save under another name refused before
-      anything was written, whose rename reports the error; nothing changed meanwhile.)
+         create                                  load (a stored file's first change)
+           |                                       |
+           v                                       v
+      +---------+        write / truncate      +---------+
+      |  DIRTY  | <--------------------------- |  CLEAN  |
+      +---------+                              +---------+
+       |    ^   \                                  |
+       |    |    \  discard (unlink, a newer       | discard
+       |    |     \ journal's version)             v
+       |    |      +----------------------->  +---------+
+       |    |                                 | DROPPED |
+       |    | landed, changes since: pending  +---------+
+       |    | on the revision that landed          ^
+       |    |                                      | discard
+       |  +------------+        failed        +--------+
+       +->| COMMITTING | -------------------> | FAILED |
+    begin +------------+ <------------------- +--------+
+    commit  |   ^    |   begin commit (retry)
+            |   |    |
+            +---+    | landed, nothing changed since
+       a write past  v
+       the snapshot  +--------+
+       (gen + 1)     | LANDED |
+                     +--------+
+
+    DIRTY -> DIRTY: write, truncate. COMMITTING -> DIRTY (unfreeze): a save under another
+    name refused before anything was written (its rename reports the error).
 
 ``COMMITTING`` is the only state whose commit runs without the mount's lock: the
 commit works on a :class:`Snapshot` (the bytes, base and writer frozen by
