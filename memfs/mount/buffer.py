@@ -1,4 +1,4 @@
-"""One file's pending content, as an explicit state machine.
+r"""One file's pending content, as an explicit state machine.
 
 A :class:`Buffer` holds what the writers of one file changed and the store has not got
 yet. Its life, every state and every move (each move is one method here, and those
