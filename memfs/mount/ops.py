@@ -461,7 +461,7 @@ class MemfsOperations(NamespaceOps):
         if flags & os.O_TRUNC:
             if self.writes.get(p) is None:
                 self._cache.forget(p)
-            self.writes.truncate(p, 0, who, read_rev=self._reads.base(who, p))
+            self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.base(who, p))
         buf = self.writes.get(p)
         if buf is not None:
             rev = 0 if buf.created else buf.base_rev
@@ -590,7 +590,7 @@ class MemfsOperations(NamespaceOps):
         if self.writes.get(p) is None:
             self._cache.forget(p)
         who = self._author()
-        self.writes.truncate(p, length, who, read_rev=self._read_rev(who, p, fh, length))
+        self.writes.truncate(p, length, who, read_rev=lambda: self._read_rev(who, p, fh, length))
         return 0
 
     def _read_rev(self, who: Writer, p: str, fh: int | None, length: int) -> int | None:

@@ -107,6 +107,8 @@ log = logging.getLogger(__name__)
 # (author, mutation, path): runs a store mutation on the mount's behalf, so the mount
 # can tell its own changes from other writers' on the change feed.
 CommitHook = Callable[[str, Callable[[], Entry], str], Entry]
+# The revision a whole save's writer read: known, unknown (None), or to be asked.
+ReadRev = int | None | Callable[[], int | None]
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 # A journal this much larger than what is pending is rewritten from the buffers.
@@ -327,9 +329,11 @@ class PendingWrites:
         self._wake.set()
         return len(data)
 
-    def truncate(self, path: str, size: int, who: Writer, *, read_rev: int | None = None) -> None:
+    def truncate(self, path: str, size: int, who: Writer, *, read_rev: ReadRev = None) -> None:
         """Truncate ``path`` to ``size``; to nothing, it starts a save of the whole file,
-        and ``read_rev`` is the revision its writer read (memfs.mount.reads), if known."""
+        and ``read_rev`` is the revision its writer read (memfs.mount.reads), if known:
+        asked once no landing of the file is in flight (one of the writer's own, landing
+        meanwhile, moves what it read to the revision that landed)."""
         self._caps.check_size(path, size)
         with self.lock:
             self.check_usable()  # before the lookup: a store gone away answers no entry
@@ -497,7 +501,7 @@ class PendingWrites:
         journal.wrote(buf.ident, 0, buf.data)
 
     def _writable(
-        self, path: str, who: Writer, *, whole: bool, low: int, read_rev: int | None = None
+        self, path: str, who: Writer, *, whole: bool, low: int, read_rev: ReadRev = None
     ) -> Buffer:
         """The buffer that takes ``who``'s next change to ``path``, whose lowest offset
         is ``low`` (END: at the end) (``read_rev``: see :class:`Buffer`, for a new buffer
@@ -525,6 +529,8 @@ class PendingWrites:
             buf.take_over(who, self._act_for(who))
             return buf
         author = who.actor
+        if callable(read_rev):
+            read_rev = read_rev()
         if whole:
             entry = self.store.stat(path)
             if not entry.is_file:
