@@ -632,12 +632,13 @@ class MemfsOperations(NamespaceOps):
     def _commit_under(self, p: str) -> None:
         self.writes.commit_under(p)
 
-    def _committed(self, snap: Snapshot, entry: Entry) -> None:
+    def _committed(self, snap: Snapshot, entry: Entry, seen: bool) -> None:
         """A buffer's snapshot landed as ``entry``: its changes were in place, so the
-        handles that read its base read the result, and its writer has read what it
-        saved."""
+        handles that read its base read the result; and its writer has read what it
+        saved when that is what landed (``seen``). A merge with another writer's change
+        is not what it read: its next save still merges against what it did read."""
         self._handles.repin(snap.path, snap.base_rev, entry.rev)
-        if snap.writer is not None:
+        if snap.writer is not None and seen:
             self._reads.read(snap.writer, snap.path, entry.rev)
 
     def _saved(self, path: str, entry: Entry, data: bytes) -> None:

@@ -182,7 +182,7 @@ class PendingWrites:
         on_stale: Callable[[str], None] | None = None,
         act_for: Callable[[Writer], Act] | None = None,
         on_saved: Callable[[str, Entry, bytes], None] | None = None,
-        on_committed: Callable[[Snapshot, Entry], None] | None = None,
+        on_committed: Callable[[Snapshot, Entry, bool], None] | None = None,
     ) -> None:
         self.store = store
         self.lock = MountLock()
@@ -199,8 +199,9 @@ class PendingWrites:
         self._on_stale = on_stale or (lambda path: None)
         # Told each commit that stored the buffer's bytes as they were (no rebase).
         self._on_saved = on_saved or (lambda path, entry, data: None)
-        # Told each snapshot that landed, and how (whatever the outcome).
-        self._on_committed = on_committed or (lambda snap, entry: None)
+        # Told each snapshot that landed (whatever the outcome), and whether what landed
+        # is what its writer saw (its bytes, as they were).
+        self._on_committed = on_committed or (lambda snap, entry, seen: None)
         # The operation a writer's change belongs to (memfs.mount.bursts).
         self._act_for = act_for or (lambda who: Act(who.actor, detail=f"pid {who.pid}"))
         self._board = HealthBoard(str(recovery_dir or ""), on_health)
@@ -450,7 +451,11 @@ class PendingWrites:
             if landing.outcome == "written":
                 self._on_saved(dst, entry, snap.data)
             if snap.writer is not None:
-                self._on_committed(dataclasses.replace(snap, path=dst, base_rev=dst_rev), entry)
+                self._on_committed(
+                    dataclasses.replace(snap, path=dst, base_rev=dst_rev),
+                    entry,
+                    landing.outcome == "written",
+                )
             gone = buf.landed(snap, entry, ident=next(self._ids))
             assert gone, "the lock was held: nothing can have changed"
             self._forget(buf)
@@ -709,7 +714,7 @@ class PendingWrites:
     def _landed(self, buf: Buffer, snap: Snapshot, landing: Landing, content: bytes | None) -> None:
         entry = landing.entry
         self._board.landed(snap.path, snap.author, landing, self._on_stale)
-        self._on_committed(snap, entry)
+        self._on_committed(snap, entry, landing.outcome == "written")
         if landing.outcome == "written":
             self._on_saved(snap.path, entry, snap.data)
         self._caps.counted(snap)  # the store counts this file now
