@@ -278,6 +278,8 @@ class WritePath(RuleBasedStateMachine):
         deadline = time.monotonic() + DEADLINE_S
         while not self.flaky.held.wait(0.01) and self.landing.is_alive():
             assert time.monotonic() < deadline, "the landing neither came nor went"
+        if not self.flaky.held.is_set():  # nothing to land, or refused before the store
+            self.let_the_landing_go()
 
     def fsync_quietly(self, f: str) -> None:
         with contextlib.suppress(OSError, MemfsError):
