@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memfs import errors
-from memfs.mount.buffer import Snapshot
+from memfs.mount.buffer import Snapshot, State
 from memfs.mount.bursts import Bursts, Writer
 from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
@@ -463,6 +463,10 @@ class MemfsOperations(NamespaceOps):
                 self._cache.forget(p)
             self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.base(who, p))
         buf = self.writes.get(p)
+        if buf is not None and buf.state is State.COMMITTING:
+            # What it holds is landing (outside the lock): the revision it lands as is
+            # what an opening to read has read, not the base it was built on.
+            buf = self.writes.steady(p)
         if buf is not None:
             rev = 0 if buf.created else buf.base_rev
         else:
