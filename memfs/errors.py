@@ -29,6 +29,7 @@ values, the CLI into one line for a person. Nothing below the CLI prints.
     ├── QueryError              a search query that is empty, not a regex RE2 runs, or
     │                           past its time budget
     ├── MountError              the daemon cannot mount, unmount or find a mount
+    │   └── IllegalTransition   ... a write buffer asked for a move its states do not allow
     ├── SyncError               the mirror cannot start or go on
     ├── TransferError           an export or import that cannot be done as asked
     │   ├── ImportRefused       ... the source holds what memfs would refuse (listed)
@@ -195,6 +196,16 @@ class NoSuchTree(StoreUnavailable):
 
 class MountError(MemfsError):
     pass
+
+
+class IllegalTransition(MountError):
+    """A write buffer was asked to move between two states its diagram does not join
+    (:mod:`memfs.mount.buffer`): a bug in the write path, never a person's doing."""
+
+    def __init__(self, message: str, *, state: str, move: str) -> None:
+        super().__init__(message)
+        self.state = state
+        self.move = move
 
 
 class SyncError(MemfsError):

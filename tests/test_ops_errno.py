@@ -55,6 +55,7 @@ EXPECTED: dict[type[errors.MemfsError], int] = {
     errors.ActorError: errno.EIO,
     errors.QueryError: errno.EIO,
     errors.MountError: errno.EIO,
+    errors.IllegalTransition: errno.EIO,  # a bug in the write path, never a person's doing
     errors.SyncError: errno.EIO,
     errors.TransferError: errno.EIO,
     errors.ImportRefused: errno.EIO,

@@ -19,7 +19,7 @@ One Unix socket per daemon, next to its state record (the state directory is pri
 to its user; a peer of another user is refused too, by its credentials). Requests and
 answers are one JSON object per line: ``{"settle": [PATH, ...]}`` and ``{"show": SEQ}``
 answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``; ``{"purge": [SHA256, ...],
-"check": BOOL}`` answers with the fields of :class:`memfs.mount.writes.Purged` beside
+"check": BOOL}`` answers with the fields of :class:`memfs.mount.purge.Purged` beside
 ``"ok"`` (with ``check``, only ``pending`` is filled and nothing changes).
 
 A mount that does not answer (gone, or older than this protocol) costs the asking door
@@ -330,7 +330,7 @@ def redact_here(
     shredded; recovered copies left by them are deleted. Conflict, before anything
     changes, when a mount or a stopped daemon's journal holds that content as a pending
     write (it is a file's current content there). What cannot be purged is named."""
-    from memfs.mount import journal, state, writes
+    from memfs.mount import journal, recovery, state, writes
 
     shas: list[str] = []
     with contextlib.suppress(MemfsError):
@@ -348,7 +348,7 @@ def redact_here(
                     " redact",
                     path=str(held[0]),
                 )
-        orphaned = writes.orphans_holding(store, where, shas) if shas else []
+        orphaned = recovery.orphans_holding(store, where, shas) if shas else []
         if orphaned:
             held_in, held_path = orphaned[0]
             raise Conflict(
@@ -357,7 +357,7 @@ def redact_here(
                 " file, then redact",
                 path=held_path,
             )
-        saved = writes.save_orphans(store, where) if where.is_dir() else writes.Saved()
+        saved = writes.save_orphans(store, where) if where.is_dir() else recovery.Saved()
         revisions = redact()
         hashes = sorted({r.sha256 for r in revisions})
         compacted: list[tuple[str, str, int]] = []
@@ -373,7 +373,7 @@ def redact_here(
                     (link.mountpoint, str(answer["journal"]), int(answer.get("dropped", 0)))
                 )
             copies += [str(c) for c in answer.get("copies", [])]
-        copies += writes.delete_copies(where / "recovered", hashes)
+        copies += recovery.delete_copies(where / "recovered", hashes)
     finally:
         for link in links:
             link.close()
@@ -386,5 +386,5 @@ def redact_here(
         kept=saved.kept,
         copies=tuple(copies),
         quarantined=tuple(str(p) for p in journal.quarantined(where)),
-        rescued=tuple(str(p) for p in writes.rescued(where / "recovered")),
+        rescued=tuple(str(p) for p in recovery.rescued(where / "recovered")),
     )

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from memfs import host, procs
 from memfs.errors import MemfsError, MountError
 from memfs.mount import spawn, state
+from memfs.mount.health import Health
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
-from memfs.mount.writes import Health
 from memfs.private import write_private
 from memfs.program import command
 

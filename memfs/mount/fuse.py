@@ -45,8 +45,8 @@ from typing import Any
 from memfs.errors import MountError
 from memfs.mount import state
 from memfs.mount.control import ControlServer
+from memfs.mount.health import Health
 from memfs.mount.ops import MemfsOperations, MountOptions
-from memfs.mount.writes import Health
 from memfs.program import command
 from memfs.store.base import Store
 from memfs.store.subtree import SubtreeStore

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memfs.mount.bursts import Writer
 from memfs.mount.handles import Handles, Orphan
 from memfs.mount.meta import MetaCache
-from memfs.mount.opkit import op, rel
+from memfs.mount.opkit import Pending, op, rel
 from memfs.mount.readcache import ReadCache
 from memfs.mount.reads import ReadRevisions
-from memfs.mount.writes import Buffer, PendingWrites, check_new_name
+from memfs.mount.writes import PendingWrites, check_new_name
 from memfs.store.base import Entry, Store
 from memfs.store.rebase import Landing, reconcile
 
@@ -126,10 +126,10 @@ class NamespaceOps:
         author = who.actor
         with self._mutex:
             self.writes.check_usable()  # as rmdir; and open handles keep their file
-            buf = self.writes.get(p)
+            buf = self.writes.steady(p)
             self._keep_open_data(p, buf)
             self._cache.forget(p)
-            if buf is not None and buf.created:
+            if self.writes.is_new(p):
                 # Created and removed before it was ever committed (vim's 4913 probe,
                 # lock files): the store never needs to hear of it.
                 with self._meta.changing((p,)):
@@ -142,7 +142,7 @@ class NamespaceOps:
             self.writes.drop(p)
         return 0
 
-    def _keep_open_data(self, p: str, buf: Buffer | None) -> None:
+    def _keep_open_data(self, p: str, buf: Pending | None) -> None:
         """Give handles still open on the file at ``p`` a private copy of its data
         before the name goes away (unlinked, or replaced by a rename)."""
         fhs = self._handles.open_on(p)
@@ -263,19 +263,14 @@ class NamespaceOps:
         (handles still open on it follow it there, as in any rename); False where a
         rename would leave more than that write does (another mode or owner at
         ``dst``, something else there, or nothing known of it), and nothing is done."""
-        buf = self.writes.get(src)
-        # Another writer's file: its making and its move are two records, two authors.
-        if buf is None or not buf.created or buf.author != who.actor or src == dst:
+        # Another writer's file: its making and its move are two records, two authors;
+        # another user's new file: its owner is a change of its own.
+        mode = self.writes.save_as_mode(src, who.actor)
+        if mode is None or src == dst:
             return False
-        if buf.uid is not None or buf.gid is not None or buf.failed is not None:
-            return False  # another user's new file (its owner is a change of its own)
         there = self._meta.entry(dst)
         if there is not None:
-            if (
-                not there.is_file
-                or there.mode != buf.mode
-                or (there.uid, there.gid) != (None, None)
-            ):
+            if not there.is_file or there.mode != mode or (there.uid, there.gid) != (None, None):
                 return False
             dst_rev = there.rev
         elif self._meta.absent(dst):
@@ -306,8 +301,7 @@ class NamespaceOps:
         who = self._author()
         author = who.actor
         with self._mutex:
-            buf = self.writes.get(p)
-            if commit_first or (buf is not None and buf.created):
+            if commit_first or self.writes.is_new(p):
                 # Buffered content first: a file created here must exist in the store,
                 # and a later commit must not move the mtime set here.
                 self._commit(p)

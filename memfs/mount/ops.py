@@ -29,17 +29,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memfs import errors
+from memfs.mount.buffer import Snapshot, State
 from memfs.mount.bursts import Bursts, Writer
 from memfs.mount.expiry import Expirer
 from memfs.mount.feed import ChangeFollower, OwnChanges, StaleQueue, touched_paths
 from memfs.mount.handles import Handles, Opened, Pin
+from memfs.mount.health import Health
 from memfs.mount.meta import Listing, MetaCache
 from memfs.mount.namespace import NamespaceOps
 from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
+from memfs.mount.purge import Purged
 from memfs.mount.readcache import ReadCache
 from memfs.mount.reads import ReadRevisions
-from memfs.mount.writes import Buffer, Health, PendingWrites, Purged, fits_gate
+from memfs.mount.writes import PendingWrites, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
 from memfs.store.ranges import RevisionReader
@@ -459,8 +462,12 @@ class MemfsOperations(NamespaceOps):
         if flags & os.O_TRUNC:
             if self.writes.get(p) is None:
                 self._cache.forget(p)
-            self.writes.truncate(p, 0, who, read_rev=self._reads.base(who, p))
+            self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.base(who, p))
         buf = self.writes.get(p)
+        if buf is not None and buf.state is State.COMMITTING:
+            # What it holds is landing (outside the lock): the revision it lands as is
+            # what an opening to read has read, not the base it was built on.
+            buf = self.writes.steady(p)
         if buf is not None:
             rev = 0 if buf.created else buf.base_rev
         else:
@@ -619,7 +626,7 @@ class MemfsOperations(NamespaceOps):
         if self.writes.get(p) is None:
             self._cache.forget(p)
         who = self._author()
-        self.writes.truncate(p, length, who, read_rev=self._read_rev(who, p, fh, length))
+        self.writes.truncate(p, length, who, read_rev=lambda: self._read_rev(who, p, fh, length))
         return 0
 
     def _read_rev(self, who: Writer, p: str, fh: int | None, length: int) -> int | None:
@@ -661,12 +668,14 @@ class MemfsOperations(NamespaceOps):
     def _commit_under(self, p: str) -> None:
         self.writes.commit_under(p)
 
-    def _committed(self, buf: Buffer, entry: Entry) -> None:
-        """A buffer landed as ``entry``: its changes were in place, so the handles that
-        read its base read the result, and its writer has read what it saved."""
-        self._handles.repin(buf.path, buf.base_rev, entry.rev)
-        if buf.writer is not None:
-            self._reads.read(buf.writer, buf.path, entry.rev)
+    def _committed(self, snap: Snapshot, entry: Entry, seen: bool) -> None:
+        """A buffer's snapshot landed as ``entry``: its changes were in place, so the
+        handles that read its base read the result; and its writer has read what it
+        saved when that is what landed (``seen``). A merge with another writer's change
+        is not what it read: its next save still merges against what it did read."""
+        self._handles.repin(snap.path, snap.base_rev, entry.rev)
+        if snap.writer is not None and seen:
+            self._reads.read(snap.writer, snap.path, entry.rev)
 
     def _saved(self, path: str, entry: Entry, data: bytes) -> None:
         """A commit stored ``data`` as it was written: later reads need not fetch it."""

@@ -1,6 +1,14 @@
 """The mount's write path: every byte from the first write call to its revision, in one
 owner. The FUSE operations only translate calls to :class:`PendingWrites`.
 
+A file's pending content is a :class:`memfs.mount.buffer.Buffer`, whose states and moves
+are drawn in that module; this one owns the buffers, their journal and their committer.
+Beside it, each in its own module and none importing this one: the caps
+(:mod:`~memfs.mount.caps`), the health (:mod:`~memfs.mount.health`), the copies kept
+outside the store (:mod:`~memfs.mount.recovery`), journal replay
+(:mod:`~memfs.mount.replay`), the redaction purge (:mod:`~memfs.mount.purge`) and the
+mount's lock (:mod:`~memfs.mount.mountlock`).
+
 The promises, and where each is kept:
 
 1. **Acknowledged is durable.** :meth:`PendingWrites.create`, :meth:`write`,
@@ -41,6 +49,15 @@ The promises, and where each is kept:
    the end of what this mount holds, whatever offset the kernel computed from a size it
    cached before another writer's append; a change seen on the feed for a file with
    pending writes commits (rebases) it at once.
+6. **No file's change waits on another file's commit.** A commit started by the
+   committer, an fsync or a write that meets another writer's buffer freezes a
+   snapshot of the buffer under the lock and lands it without the lock (its store
+   round trips, its retries), then takes the lock back to see whether the buffer
+   changed meanwhile (:class:`memfs.mount.buffer.Buffer`'s generation): if so the
+   changes stay pending on the revision that landed, else the buffer goes. A change
+   to the bytes being landed, or a second writer's on top of the first's unlanded
+   bytes, waits for that one file's landing. Inside a namespace operation (which
+   holds the lock for its whole step) a commit runs under the lock, as that step needs.
 """
 
 from __future__ import annotations
@@ -51,241 +68,55 @@ import errno
 import hashlib
 import itertools
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from memfs.errors import (
-    CapExceeded,
-    MemfsError,
-    PathError,
-    PathTooLong,
-)
+from memfs.errors import PathError, PathTooLong
 from memfs.mount import journal as jr
+from memfs.mount.buffer import Buffer, Snapshot, State, Tally
 from memfs.mount.bursts import Writer
+from memfs.mount.caps import Caps
+from memfs.mount.health import Health, HealthBoard
+from memfs.mount.mountlock import MountLock
 from memfs.mount.opkit import errno_of
+from memfs.mount.purge import Purged, purge
+from memfs.mount.recovery import Saved, forget_copy, keep_copy
+from memfs.mount.replay import adopt_orphans
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
-from memfs.store.base import Act, Entry, Store, Usage
+from memfs.store.base import Act, Entry, Store
 from memfs.store.rebase import Landing, Shape, land
+
+__all__ = [
+    "Buffer",
+    "Health",
+    "PendingWrites",
+    "Purged",
+    "Saved",
+    "Snapshot",
+    "check_new_name",
+    "fits_gate",
+    "same_writer",
+    "save_orphans",
+]
 
 log = logging.getLogger(__name__)
 
 # (author, mutation, path): runs a store mutation on the mount's behalf, so the mount
 # can tell its own changes from other writers' on the change feed.
 CommitHook = Callable[[str, Callable[[], Entry], str], Entry]
+# The revision a whole save's writer read: known, unknown (None), or to be asked.
+ReadRev = int | None | Callable[[], int | None]
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 # A journal this much larger than what is pending is rewritten from the buffers.
 COMPACT_AT_BYTES = 64 << 20
 RETRY_S = 1.0
 TOUCHED_DIRS = 4096
-# Conflict copies named in `memfs status` (the newest; each is also in the log).
-CONFLICTS_SHOWN = 20
-# How long the store's usage is trusted for the cap checks. The mount's namespace
-# changes and every change the follower sees forget it, and its own commits move their
-# growth into it, so this bounds only a store changed by others with no follower.
-USAGE_TTL_S = 1.0
-
-
-@dataclass(slots=True, eq=False)
-class Buffer:
-    """The pending content of one file, and what its writer did to the base.
-
-    ``base_rev``/``base_size``: the store's revision and size the buffer was loaded from
-    (0 for a file ``created`` here). ``whole``: the writer replaced the file whole
-    (created it, or truncated it to nothing). ``low``: the lowest offset any write or
-    truncate touched; everything below it is still the base's bytes. Together they give
-    the change's :attr:`shape`, which decides how it lands on a moved base.
-    ``read_rev``: for a whole save, the revision its writer read before (older than
-    ``base_rev`` when another writer committed since): the base it merges against.
-    """
-
-    ident: int
-    path: str
-    data: bytearray
-    author: str  # the writer's actor ("root (vim)"), as the journal keeps it
-    base_rev: int
-    mode: int
-    created: bool
-    base_size: int = 0
-    whole: bool = False
-    low: int = -1  # -1: nothing touched yet (set to base_size by __post_init__)
-    uid: int | None = None
-    gid: int | None = None
-    # The process whose changes the buffer holds (one revision per writer) and the
-    # operation they belong to (its burst); None for a buffer saved from a journal.
-    writer: Writer | None = None
-    act: Act | None = None
-    dirty: bool = True
-    last_write: float = field(default_factory=time.monotonic)
-    mtime_ns: int = field(default_factory=time.time_ns)
-    failed: BaseException | None = None
-    retry_at: float = 0.0
-    read_rev: int | None = None
-
-    @property
-    def landing_base(self) -> int:
-        """The revision the change lands against (see :func:`memfs.store.rebase.land`)."""
-        return self.base_rev if self.read_rev is None else self.read_rev
-
-    def __post_init__(self) -> None:
-        if self.low < 0:
-            self.low = self.base_size
-
-    @property
-    def shape(self) -> Shape:
-        if self.created or self.whole:
-            return Shape.WHOLE
-        return Shape.APPEND if self.low >= self.base_size else Shape.EDIT
-
-    def touch(self) -> None:
-        self.dirty = True
-        self.last_write = time.monotonic()
-        self.mtime_ns = time.time_ns()
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """What a person must hear about: files not in the store yet, and unexpected errors."""
-
-    unsaved: tuple[str, ...] = ()
-    errors: int = 0
-    recovery_dir: str = ""
-    # The store cannot be reached (a server away): why, and since when (epoch seconds).
-    store_problem: str = ""
-    store_down_since: float = 0.0
-    # Writes that met another writer's change to the same lines: "PATH -> COPY", newest
-    # last (the copy holds the version that did not keep PATH: this mount's for an edit,
-    # the other writer's for a save of the whole file).
-    conflicts: tuple[str, ...] = ()
-    # The store's storage went away under the mount (its file deleted, replaced, moved;
-    # a tree dropped): what happened and where memfs saved what it held. Writes answer
-    # EIO from then on.
-    lost: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Purged:
-    """What :meth:`PendingWrites.purge` did: nothing but name the files whose pending
-    content is being redacted (``pending``), or the journal it compacted (``dropped``
-    bytes of records of finished writes went) and the recovered copies it deleted."""
-
-    pending: tuple[str, ...] = ()
-    journal: str = ""
-    dropped: int = 0
-    copies: tuple[str, ...] = ()
-
-    def fields(self) -> dict[str, object]:
-        return {
-            "pending": list(self.pending),
-            "journal": self.journal,
-            "dropped": self.dropped,
-            "copies": list(self.copies),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    """What :func:`save_orphans` committed from stopped daemons' journals, and the
-    journal that still holds what it could not (``""``: none)."""
-
-    saved: tuple[str, ...] = ()
-    unsaved: tuple[str, ...] = ()
-    kept: str = ""
-    journals: int = 0  # stopped daemons' journals replayed and deleted
-
-
-def base_of(store: Store, path: str, rev: int) -> bytes:
-    """The content revision ``rev`` of ``path`` had, for a journaled edit made on it
-    (its current content, logged, when that revision is gone)."""
-    with contextlib.suppress(Exception):
-        data, entry = store.read(path)
-        if entry.rev == rev:
-            return data
-    with contextlib.suppress(Exception):
-        return store.read_revision(path, rev)
-    log.warning("memfs: revision %d of %s is gone; replaying onto its current content", rev, path)
-    with contextlib.suppress(Exception):
-        return store.read(path)[0]
-    return b""
-
-
-def landed_before(store: Store, rec: jr.Recovered) -> bool:
-    """Whether the store already holds what ``rec`` would commit: its content is the
-    file's, or its last landing attempt (journaled before the write) made a revision
-    (a killed daemon commits and dies before it notes the commit as done)."""
-    with contextlib.suppress(Exception):
-        data, _ = store.read(rec.path)
-        if data == rec.data:
-            return True
-    if rec.landing is None:
-        return False
-    target, expected, sha = rec.landing
-    with contextlib.suppress(Exception):
-        return any(
-            r.rev > expected and bytes.fromhex(r.sha256) == sha for r in store.history(target)
-        )
-    return False
-
-
-def delete_copies(directory: Path | None, hashes: Collection[str]) -> list[str]:
-    """Shred and delete the recovered copies under ``directory`` whose content's SHA-256
-    (hex) is one of ``hashes``; the paths deleted. Whole stores rescued there
-    (:func:`rescued`) are not copies of one file and are left alone."""
-    if directory is None or not directory.is_dir() or not hashes:
-        return []
-    rescues = set(rescued(directory))
-    gone: list[str] = []
-    for path in sorted(directory.rglob("*")):
-        if path in rescues or path.is_symlink() or not path.is_file():
-            continue
-        try:
-            with path.open("rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError:
-            continue
-        if digest not in hashes:
-            continue
-        jr.shred_file(path)
-        path.unlink()
-        gone.append(str(path))
-        for parent in path.parents:  # the directories its store path made, if now empty
-            if parent == directory or directory not in parent.parents:
-                break
-            try:
-                parent.rmdir()
-            except OSError:
-                break
-    return gone
-
-
-def rescued(directory: Path | None) -> list[Path]:
-    """Whole stores saved under ``directory`` when their storage went away under a mount
-    (:meth:`memfs.store.base.Store.rescue`): a person's to keep or delete."""
-    if directory is None or not directory.is_dir():
-        return []
-    return sorted(p for p in directory.glob("*.rescued-*") if p.is_file())
-
-
-def orphans_holding(
-    store: Store, journal_dir: Path, hashes: Collection[str]
-) -> list[tuple[str, str]]:
-    """``(journal, path)`` for each write a stopped daemon's journal holds pending (to be
-    committed by the next mount) whose content's SHA-256 is one of ``hashes``."""
-    found: list[tuple[str, str]] = []
-    for journal, _fd in jr.orphans(journal_dir):
-        try:
-            pending = jr.replay(journal, lambda p, rev: base_of(store, p, rev))
-        except Exception:
-            continue  # unreadable: the next mount sets it aside, and says so
-        for rec in pending:
-            if hashlib.sha256(rec.data).hexdigest() in hashes and not landed_before(store, rec):
-                found.append((str(journal), rec.path))
-    return found
+# A write's lowest offset when it goes at the end (O_APPEND): wherever that is then.
+END = -1
 
 
 def save_orphans(store: Store, journal_dir: Path) -> Saved:
@@ -299,7 +130,7 @@ def save_orphans(store: Store, journal_dir: Path) -> Saved:
         recovery_dir=journal_dir / "recovered",
     )
     found = writes.recover(shred=True)
-    kept = "" if writes._journal is None else str(writes._journal.path)
+    kept = writes.journal_path
     health = writes.close()
     return Saved(tuple(found), health.unsaved, kept if health.unsaved else "", writes.replayed)
 
@@ -324,25 +155,6 @@ def fits_gate(path: str) -> bool:
     )
 
 
-def _remedy(exc: BaseException) -> str:
-    """What a person can do about a refused commit, for the log line."""
-    if isinstance(exc, CapExceeded):
-        return (
-            f" (once there is room: the store is at its {exc.cap} cap of {exc.limit};"
-            f" delete files or raise the cap with ?{exc.cap}=N in the store URL)"
-        )
-    return ""
-
-
-def program_of(buf: Buffer) -> str:
-    """The program a conflict copy of ``buf`` is named after (``NAME.conflict-STAMP-
-    PROGRAM.EXT``): its writer's, or for a buffer saved from a journal the one its actor
-    names, ``"USER (PROGRAM)"``."""
-    if buf.writer is not None:
-        return buf.writer.program
-    return buf.author.rpartition(" (")[2].removesuffix(")")
-
-
 def same_writer(a: Writer | None, b: Writer) -> bool:
     """Whether two writers are one process: its id and start time decide, since a
     process that execs (``bash`` becoming ``cat`` after ``cat > f``) changes its name."""
@@ -353,7 +165,8 @@ class PendingWrites:
     """Buffers keyed by store path, with their journal and their committer.
 
     ``lock`` is the mount's mutex: every method but :meth:`get`, :meth:`created_in` and
-    :meth:`dir_mtime` (lock-free reads) takes it.
+    :meth:`dir_mtime` (lock-free reads) takes it; a commit lets it go while the store
+    answers (promise 6).
     """
 
     def __init__(
@@ -369,10 +182,10 @@ class PendingWrites:
         on_stale: Callable[[str], None] | None = None,
         act_for: Callable[[Writer], Act] | None = None,
         on_saved: Callable[[str, Entry, bytes], None] | None = None,
-        on_committed: Callable[[Buffer, Entry], None] | None = None,
+        on_committed: Callable[[Snapshot, Entry, bool], None] | None = None,
     ) -> None:
         self.store = store
-        self.lock = threading.RLock()
+        self.lock = MountLock()
         self._run = run_mutation
         self._journal_dir = journal_dir
         self._journal: jr.Journal | None = None
@@ -380,32 +193,25 @@ class PendingWrites:
         self.quiet_period = quiet_period
         cap = store.max_file_bytes or 0
         self.max_pending_bytes = max(max_pending_bytes, 2 * cap)
-        self._on_health = on_health
         # Told each path whose content the kernel may hold wrong after a commit here (an
         # append moved to the true end, a rebase, a conflict copy): it invalidates them
         # from a thread that is not a FUSE callback.
         self._on_stale = on_stale or (lambda path: None)
         # Told each commit that stored the buffer's bytes as they were (no rebase).
         self._on_saved = on_saved or (lambda path, entry, data: None)
-        # Told each buffer that landed, and how (whatever the outcome).
-        self._on_committed = on_committed or (lambda buf, entry: None)
+        # Told each snapshot that landed (whatever the outcome), and whether what landed
+        # is what its writer saw (its bytes, as they were).
+        self._on_committed = on_committed or (lambda snap, entry, seen: None)
         # The operation a writer's change belongs to (memfs.mount.bursts).
         self._act_for = act_for or (lambda who: Act(who.actor, detail=f"pid {who.pid}"))
-        self._conflicts: list[str] = []
-        self._lost = ""
+        self._board = HealthBoard(str(recovery_dir or ""), on_health)
         self._bufs: dict[str, Buffer] = {}
+        self._tally = Tally()
+        self._caps = Caps(store, self._tally)
         self._created: dict[str, dict[str, None]] = {}  # parent -> names not in the store
         self._touched: OrderedDict[str, int] = OrderedDict()  # dir -> mtime of a change
-        self._bytes = 0
-        self._base_bytes = 0  # sum of base_size: _bytes - _base_bytes is the pending growth
-        self._new_files = 0  # created buffers: files the store does not count yet
-        self._usage: tuple[float, Usage] | None = None
-        self._unsaved: set[str] = set()
         self._ids = itertools.count(1)
-        self.errors = 0
         self.replayed = 0  # stopped daemons' journals adopted and deleted by recover()
-        self._health = Health()
-        self._store_problem: tuple[str, float] = ("", 0.0)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -427,7 +233,48 @@ class PendingWrites:
     @property
     def pending_bytes(self) -> int:
         """Bytes held for commit (holes included): bounded by max_pending_bytes."""
-        return self._bytes
+        return self._tally.bytes
+
+    @property
+    def errors(self) -> int:
+        return self._board.errors
+
+    @property
+    def health(self) -> Health:
+        return self._board.health
+
+    @property
+    def journal_path(self) -> str:
+        return "" if self._journal is None else str(self._journal.path)
+
+    def check_tally(self) -> None:
+        """Raise unless the byte and file counts are the sums over the live buffers."""
+        with self.lock:
+            self._tally.check(self._bufs.values())
+
+    # --- what namespace operations ask (under the lock) ----------------------------------
+    def steady(self, path: str) -> Buffer | None:
+        """The buffer of ``path`` once no landing of it is in flight (None: none)."""
+        with self.lock:
+            while (buf := self._bufs.get(path)) is not None and buf.state is State.COMMITTING:
+                self.lock.wait()
+            return buf
+
+    def is_new(self, path: str) -> bool:
+        """Whether ``path`` is a file created here that the store has not got yet."""
+        buf = self.steady(path)
+        return buf is not None and buf.created
+
+    def save_as_mode(self, path: str, actor: str) -> int | None:
+        """The mode of ``path`` if it is a file ``actor`` created here, as the mounting
+        user, never in the store and not failing: one that can be saved under another
+        name in one write (:meth:`save_as`); None if not."""
+        buf = self.steady(path)
+        if buf is None or not buf.created or buf.author != actor or buf.failure is not None:
+            return None
+        if buf.uid is not None or buf.gid is not None:
+            return None  # another user's new file (its owner is a change of its own)
+        return buf.mode
 
     # --- calls from FUSE operations --------------------------------------------------------
     def create(self, path: str, mode: int, who: Writer, uid: int | None, gid: int | None) -> None:
@@ -435,14 +282,15 @@ class PendingWrites:
         author = who.actor
         with self.lock:
             self.check_usable()
-            old = self._bufs.get(path)
+            old = self.steady(path)
             if old is not None:
                 self._settle(old)
-            self._check_files(path)
+            self._caps.check_files(path)
             buf = Buffer(
+                self._tally,
                 ident=next(self._ids),
                 path=path,
-                data=bytearray(),
+                data=b"",
                 author=author,
                 base_rev=0,
                 mode=mode,
@@ -462,52 +310,45 @@ class PendingWrites:
         """Write ``data`` at ``offset``; with ``append`` (the file was opened O_APPEND) at
         the end of the content this mount holds, as a local disk puts it: the kernel's
         offset comes from a size it may have cached before another mount appended."""
-        self._check_size(path, offset + len(data))
+        self._caps.check_size(path, offset + len(data))
         with self.lock:
-            buf = self._writable(path, who, whole=False)
-            if append and offset != len(buf.data):
-                offset = len(buf.data)
-                self._check_size(path, offset + len(data))
+            while True:
+                buf = self._writable(path, who, whole=False, low=END if append else offset)
+                at = offset
+                if append and offset != len(buf.data):
+                    at = len(buf.data)
+                    self._caps.check_size(path, at + len(data))
+                end = at + len(data)
+                self._caps.check_tree_bytes(path, end - len(buf.data))
+                if self._room_for(buf, end):
+                    break
+            if at != offset:
                 self._on_stale(path)  # the kernel placed these bytes elsewhere
-            end = offset + len(data)
-            self._check_tree_bytes(path, end - len(buf.data))
-            self._reserve(buf, end)
-            self._log().wrote(buf.ident, offset, data)
-            old = len(buf.data)  # before a hole is filled in: it counts too
-            if offset > old:
-                buf.data.extend(b"\0" * (offset - old))
-            buf.data[offset:end] = data
-            self._bytes += len(buf.data) - old
-            buf.low = min(buf.low, offset)
-            buf.touch()
+            self._log().wrote(buf.ident, at, data)
+            buf.write(at, data)
             self._bound_journal()
         self._wake.set()
         return len(data)
 
-    def truncate(self, path: str, size: int, who: Writer, *, read_rev: int | None = None) -> None:
+    def truncate(self, path: str, size: int, who: Writer, *, read_rev: ReadRev = None) -> None:
         """Truncate ``path`` to ``size``; to nothing, it starts a save of the whole file,
-        and ``read_rev`` is the revision its writer read (memfs.mount.reads), if known."""
-        self._check_size(path, size)
+        and ``read_rev`` is the revision its writer read (memfs.mount.reads), if known:
+        asked once no landing of the file is in flight (one of the writer's own, landing
+        meanwhile, moves what it read to the revision that landed)."""
+        self._caps.check_size(path, size)
         with self.lock:
             self.check_usable()  # before the lookup: a store gone away answers no entry
-            buf = self._bufs.get(path)
-            if buf is None:
+            if self._bufs.get(path) is None:
                 entry = self.store.stat(path)
                 if entry.is_file and entry.size == size:
                     return
-            buf = self._writable(path, who, whole=size == 0, read_rev=read_rev)
-            self._check_tree_bytes(path, size - len(buf.data))
-            self._reserve(buf, size)
+            while True:
+                buf = self._writable(path, who, whole=size == 0, low=size, read_rev=read_rev)
+                self._caps.check_tree_bytes(path, size - len(buf.data))
+                if self._room_for(buf, size):
+                    break
             self._log().truncated(buf.ident, size)
-            old = len(buf.data)
-            if size < old:
-                del buf.data[size:]
-            else:
-                buf.data.extend(b"\0" * (size - old))
-            self._bytes += size - old
-            buf.low = min(buf.low, size)
-            buf.whole = buf.whole or size == 0  # all of the base is gone: a rewrite
-            buf.touch()
+            buf.truncate(size)
             self._bound_journal()
         self._wake.set()
 
@@ -515,20 +356,20 @@ class PendingWrites:
         """Set the mode of a file not in the store yet; False if it is in the store."""
         with self.lock:
             self.check_usable()
-            buf = self._bufs.get(path)
-            if buf is None or not buf.created:
+            buf = self.steady(path)
+            if buf is None or not buf.created or buf.state is not State.DIRTY:
                 return False
             self._log().moded(buf.ident, mode)
-            buf.mode = mode
+            buf.set_mode(mode)
             return True
 
     def drop(self, path: str) -> Buffer | None:
         """Forget the buffer of ``path`` (its file is being unlinked)."""
         with self.lock:
-            buf = self._bufs.get(path)
+            buf = self.steady(path)
             if buf is None:
                 return None
-            self._remove(buf)
+            self._release(buf)
             if buf.created:
                 self._touch_dir(path)
             return buf
@@ -546,12 +387,8 @@ class PendingWrites:
         for them now, so it lands on their change and reads here show the result."""
         with self.lock:
             due = [b for b in (self._bufs.get(p) for p in paths) if b is not None and b.dirty]
-            # Due now: its quiet period ended. (Not 0.0: the monotonic clock starts near
-            # zero at boot, and on a machine up for less than a quiet period 0.0 is not
-            # long ago.)
             for buf in due:
-                if buf.failed is None:
-                    buf.last_write = time.monotonic() - self.quiet_period
+                buf.hurry(self.quiet_period)
         if due:
             self._wake.set()
 
@@ -571,49 +408,58 @@ class PendingWrites:
         the store, as the new content of ``dst`` (``dst_rev``: its revision, 0 if there
         is none): its rename over ``dst``, in one write. ``read_rev``: the revision of
         ``dst`` its writer read, if known: the save merges with what changed since
-        (memfs.store.rebase). The caller holds the lock since it checked that (and that
-        a rename would leave ``dst`` as the write does: a file of the same mode and
-        owner, or nothing), and runs this as the rename's mutation."""
+        (memfs.store.rebase). The caller holds the lock since it asked
+        :meth:`save_as_mode` (and checked that a rename would leave ``dst`` as the write
+        does: a file of the same mode and owner, or nothing), and runs this as the
+        rename's mutation; the lock stays held throughout."""
         with self.lock:
             buf = self._bufs[src]
-            assert buf.created and buf.uid is None and buf.gid is None and buf.failed is None
-            data = bytes(buf.data)
-            if noreplace or read_rev is None:
-                # A daemon killed after the write and before the buffer is done must
-                # not replay the buffer at src: the landing names where it went.
-                self._log().landing(buf.ident, dst, dst_rev, hashlib.sha256(data).digest())
-                entry = self.store.write(
-                    dst,
-                    data,
-                    author=buf.author,
-                    expected_rev=0 if noreplace else None,
-                    mode=buf.mode,
-                    replace=True,
+            snap = buf.begin_commit()
+            try:
+                if noreplace or read_rev is None:
+                    # A daemon killed after the write and before the buffer is done must
+                    # not replay the buffer at src: the landing names where it went.
+                    sha = hashlib.sha256(snap.data).digest()
+                    self._log().landing(snap.ident, dst, dst_rev, sha)
+                    entry = self.store.write(
+                        dst,
+                        snap.data,
+                        author=snap.author,
+                        expected_rev=0 if noreplace else None,
+                        mode=snap.mode,
+                        replace=True,
+                    )
+                    landing = Landing(entry, "written")
+                else:
+                    landing = land(
+                        self.store,
+                        dst,
+                        snap.data,
+                        base_rev=read_rev,
+                        shape=Shape.WHOLE,
+                        author=snap.author,
+                        mode=snap.mode,
+                        side=snap.program,
+                        replace=True,
+                        before_write=self._journal_landing(snap.ident),
+                    )
+            except BaseException:
+                buf.unfreeze()
+                raise
+            entry = landing.entry
+            self._board.landed(dst, snap.author, landing, self._on_stale)
+            if landing.outcome == "written":
+                self._on_saved(dst, entry, snap.data)
+            if snap.writer is not None:
+                self._on_committed(
+                    dataclasses.replace(snap, path=dst, base_rev=dst_rev),
+                    entry,
+                    landing.outcome == "written",
                 )
-                self._on_saved(dst, entry, data)
-            else:
-                landing = land(
-                    self.store,
-                    dst,
-                    data,
-                    base_rev=read_rev,
-                    shape=Shape.WHOLE,
-                    author=buf.author,
-                    mode=buf.mode,
-                    side=program_of(buf),
-                    replace=True,
-                    before_write=lambda target, expected, content: self._log().landing(
-                        buf.ident, target, expected, hashlib.sha256(content).digest()
-                    ),
-                )
-                entry = landing.entry
-                self._landed(buf, landing, dst)
-                if landing.outcome == "written":
-                    self._on_saved(dst, entry, data)
-            if buf.writer is not None:
-                self._on_committed(dataclasses.replace(buf, path=dst, base_rev=dst_rev), entry)
-            self._remove(buf)
-            self._publish()
+            gone = buf.landed(snap, entry, ident=next(self._ids))
+            assert gone, "the lock was held: nothing can have changed"
+            self._forget(buf)
+            self._board.publish()
             return entry
 
     def settle(self, directory: str) -> None:
@@ -627,7 +473,13 @@ class PendingWrites:
                 if buf is not None and buf.created:
                     self._commit(buf)
 
-    # --- inside the lock --------------------------------------------------------------------
+    def conflicted(self, path: str, copy: str) -> None:
+        """A change to ``path`` met another writer's and one of them is kept at ``copy``:
+        named in the health (``memfs status``)."""
+        self._board.conflicted(path, copy)
+        self._board.publish()
+
+    # --- the buffers -------------------------------------------------------------------
     def _log(self) -> jr.Journal:
         if self._journal is None:
             if self._journal_dir is None:
@@ -635,76 +487,55 @@ class PendingWrites:
             self._journal = jr.Journal(self._journal_dir)
         return self._journal
 
-    def _check_size(self, path: str, size: int) -> None:
-        cap = self.store.max_file_bytes
-        if cap is not None and size > cap:
-            raise OSError(errno.EFBIG, f"{path} would be {size} bytes; the limit is {cap}")
+    def _journal_landing(self, ident: int) -> Callable[[str, int, bytes], None]:
+        """``land``'s ``before_write`` for journal buffer ``ident``: runs outside the lock
+        with the landing, so it takes the lock (not across the store's answer)."""
 
-    # --- the store's tree caps ---------------------------------------------------------------
-    def forget_usage(self) -> None:
-        """The store's usage moved (a mutation here, a change seen on the feed)."""
-        self._usage = None
+        def note(target: str, expected: int, content: bytes) -> None:
+            sha = hashlib.sha256(content).digest()
+            with self.lock:
+                self._log().landing(ident, target, expected, sha)
 
-    def _counted(self, buf: Buffer, size: int) -> None:
-        """Move a committed buffer's growth from the pending sums to the cached usage
-        (no query: a burst of small files commits one after another)."""
-        cached = self._usage
-        if cached is not None:
-            at, u = cached
-            grown = Usage(u.files + buf.created, u.dirs, u.bytes + size - buf.base_size)
-            self._usage = (at, grown)
+        return note
 
-    def _store_usage(self) -> Usage:
-        now = time.monotonic()
-        cached = self._usage
-        if cached is not None and now - cached[0] < USAGE_TTL_S:
-            return cached[1]
-        usage = self.store.usage()
-        self._usage = (now, usage)
-        return usage
-
-    def _check_tree_bytes(self, path: str, growth: int) -> None:
-        """EDQUOT if growing ``path`` by ``growth`` bytes would pass max_tree_bytes."""
-        cap = self.store.max_tree_bytes
-        if cap is None or growth <= 0:
-            return
-        used = self._store_usage().bytes + self._bytes - self._base_bytes
-        if used + growth > cap:
-            raise OSError(
-                errno.EDQUOT,
-                f"{path}: the memory would hold {used + growth} bytes; the store's"
-                f" max_tree_bytes is {cap}",
-            )
-
-    def _check_files(self, path: str) -> None:
-        """EDQUOT if one more file would pass max_files."""
-        cap = self.store.max_files
-        if cap is None:
-            return
-        used = self._store_usage().files + self._new_files
-        if used + 1 > cap:
-            raise OSError(
-                errno.EDQUOT,
-                f"{path}: the memory holds {used} files; the store's max_files is {cap}",
-            )
+    def _journal_whole(self, journal: jr.Journal, buf: Buffer) -> None:
+        """``buf`` as one buffer of ``journal``: its base, its shape, all its bytes."""
+        flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
+        journal.opened(buf.ident, buf.path, buf.author, buf.landing_base, buf.mode, flags)
+        journal.shaped(buf.ident, buf.shape, buf.base_size)
+        journal.wrote(buf.ident, 0, buf.data)
 
     def _writable(
-        self, path: str, who: Writer, *, whole: bool, read_rev: int | None = None
+        self, path: str, who: Writer, *, whole: bool, low: int, read_rev: ReadRev = None
     ) -> Buffer:
-        """The buffer that takes ``who``'s next change to ``path`` (``read_rev``: see
-        :class:`Buffer`, for a new buffer of a whole save)."""
-        self.check_usable()
-        author = who.actor
-        buf = self._bufs.get(path)
-        if buf is not None and buf.failed is not None:
-            raise OSError(errno_of(buf.failed), f"{path} could not be saved: {buf.failed}")
-        if buf is not None and buf.dirty and not same_writer(buf.writer, who):
-            # Another program's change: what the first one wrote is its own revision.
-            self._commit(buf)
-            buf = None
-        if buf is not None:
-            buf.author, buf.writer, buf.act = author, who, self._act_for(who)
+        """The buffer that takes ``who``'s next change to ``path``, whose lowest offset
+        is ``low`` (END: at the end) (``read_rev``: see :class:`Buffer`, for a new buffer
+        of a whole save). May let the lock go (a landing to wait for, another writer's
+        buffer to commit): the caller checks what it decided from anew."""
+        while True:
+            self.check_usable()
+            buf = self._bufs.get(path)
+            if buf is None:
+                break
+            if buf.state is State.FAILED:
+                failure = buf.failure or OSError(errno.EIO, "failed")
+                raise OSError(errno_of(failure), f"{path} could not be saved: {failure}")
+            if buf.state is State.COMMITTING:
+                mine = same_writer(buf.writer, who) or not buf.changed_since_snapshot()
+                if mine and buf.takes_while_committing(len(buf.data) if low == END else low):
+                    buf.take_over(who, self._act_for(who))
+                    return buf
+                self.lock.wait()  # for this file's landing, not the store's lock
+                continue
+            if buf.dirty and not same_writer(buf.writer, who):
+                # Another program's change: what the first one wrote is its own revision.
+                self._commit(buf)
+                continue
+            buf.take_over(who, self._act_for(who))
             return buf
+        author = who.actor
+        if callable(read_rev):
+            read_rev = read_rev()
         if whole:
             entry = self.store.stat(path)
             if not entry.is_file:
@@ -714,9 +545,10 @@ class PendingWrites:
             # One read: the content and the revision it is the base of, consistently.
             content, entry = self.store.read(path)
         buf = Buffer(
+            self._tally,
             ident=next(self._ids),
             path=path,
-            data=bytearray(content),
+            data=content,
             author=author,
             base_rev=entry.rev,
             mode=entry.mode,
@@ -737,46 +569,53 @@ class PendingWrites:
         self._add(buf)
         return buf
 
-    def _reserve(self, buf: Buffer, size: int) -> None:
-        """Make room for ``buf`` to grow to ``size``: commit other buffers, oldest first,
-        or refuse with ENOSPC when that cannot free enough."""
+    def _room_for(self, buf: Buffer, size: int) -> bool:
+        """Whether ``buf`` may grow to ``size`` within max_pending_bytes. If not, commit
+        the oldest other buffer and say False (the lock may have been let go: the
+        caller decides again); ENOSPC when nothing is left to commit."""
         growth = size - len(buf.data)
-        if growth <= 0 or self._bytes + growth <= self.max_pending_bytes:
-            return
-        for other in sorted(self._bufs.values(), key=lambda b: b.last_write):
-            if self._bytes + growth <= self.max_pending_bytes:
-                return
-            if other is not buf and other.failed is None:
-                with contextlib.suppress(Exception):
-                    self._commit(other)
-        if self._bytes + growth > self.max_pending_bytes:
+        if growth <= 0 or self._tally.bytes + growth <= self.max_pending_bytes:
+            return True
+        others = [b for b in self._bufs.values() if b is not buf and b.state is State.DIRTY]
+        if not others:
+            if any(b.state is State.COMMITTING for b in self._bufs.values()):
+                self.lock.wait()  # a landing in flight frees its bytes
+                return False
             raise OSError(errno.ENOSPC, "too much data is waiting to be saved")
+        with contextlib.suppress(Exception):  # kept, reported and retried like any failure
+            self._commit(min(others, key=lambda b: b.last_write))
+        return False
 
     def _add(self, buf: Buffer) -> None:
         self._bufs[buf.path] = buf
-        self._bytes += len(buf.data)
-        self._base_bytes += buf.base_size
-        self._new_files += buf.created
         if buf.created:
             parent, _, name = buf.path.rpartition("/")
             self._created.setdefault(parent, {})[name] = None
             self._touch_dir(buf.path)
 
-    def _remove(self, buf: Buffer) -> None:
+    def _unlist(self, path: str) -> None:
+        """``path`` is no longer a file only this mount knows of."""
+        parent, _, name = path.rpartition("/")
+        names = self._created.get(parent)
+        if names is not None:
+            names.pop(name, None)
+            if not names:
+                del self._created[parent]
+
+    def _release(self, buf: Buffer) -> None:
+        """Let ``buf`` go without a commit (CLEAN, or its changes are not wanted)."""
+        if self._bufs.get(buf.path) is buf:
+            buf.discard()
+            self._forget(buf)
+
+    def _forget(self, buf: Buffer) -> None:
+        """``buf`` is LANDED or DROPPED: out of the owner and done in the journal."""
         if self._bufs.get(buf.path) is not buf:
             return
         del self._bufs[buf.path]
-        self._bytes -= len(buf.data)
-        self._base_bytes -= buf.base_size
-        self._new_files -= buf.created
-        self._unsaved.discard(buf.path)
+        self._board.unsaved.discard(buf.path)
         if buf.created:
-            parent, _, name = buf.path.rpartition("/")
-            names = self._created.get(parent)
-            if names is not None:
-                names.pop(name, None)
-                if not names:
-                    del self._created[parent]
+            self._unlist(buf.path)
         journal = self._log()
         journal.done(buf.ident)
         if not self._bufs:
@@ -791,206 +630,132 @@ class PendingWrites:
         while len(self._touched) > TOUCHED_DIRS:
             self._touched.popitem(last=False)
 
+    # --- commits -----------------------------------------------------------------------
     def _settle(self, buf: Buffer) -> None:
         """Commit ``buf`` if it holds changes, else let it go."""
         if buf.dirty:
             self._commit(buf)
         else:
-            self._remove(buf)
+            self._release(buf)
 
     def _commit(self, buf: Buffer) -> None:
-        if not buf.dirty:
-            self._remove(buf)
+        """Land what ``buf`` holds (the caller holds the lock; the landing runs without
+        it at the outermost hold); raise the store's error if it is refused (the data
+        stays, FAILED, retried by the committer)."""
+        while buf.state is State.COMMITTING:
+            self.lock.wait()  # another thread's landing of it
+        if buf.state in (State.LANDED, State.DROPPED):
             return
-        data = bytes(buf.data)
-        try:
-            landing = self._store_write(buf, data)
-        except Exception as e:
-            self._failed(buf, data, e)
-            raise
-        entry = landing.entry
-        self._landed(buf, landing)
-        self._on_committed(buf, entry)
-        if landing.outcome == "written":
-            self._on_saved(buf.path, entry, data)
-        self._counted(buf, len(data))  # the store counts this file now; the buffer goes
-        if buf.failed is not None:
-            log.warning("memfs: %s is saved after all (revision %d)", buf.path, entry.rev)
-            self._forget_copy(buf.path)
-            buf.failed = None
-            self._unsaved.discard(buf.path)
-        if buf.uid is not None or buf.gid is not None:
-            # Made by another user through --allow-other: the entry is theirs. The content
-            # is saved already; a failure here must not make it look unsaved.
+        if buf.state is State.CLEAN:
+            self._release(buf)
+            return
+        snap = buf.begin_commit()
+        landing: Landing | None = None
+        content: bytes | None = None
+        failure: BaseException | None = None
+        with self.lock.outside():
             try:
-                with self.store.acting(buf.act or Act(buf.author)):
-                    self._run(
-                        buf.author,
-                        lambda: self.store.set_attrs(
-                            buf.path, author=buf.author, uid=buf.uid, gid=buf.gid
-                        ),
-                        buf.path,
-                    )
-            except Exception:
-                self.errors += 1
-                log.exception("memfs: could not record the owner of %s", buf.path)
-        self._remove(buf)
-        self._publish()
+                landing = self._land(snap)
+                if landing.outcome != "written" and buf.changed_since_snapshot():
+                    # Writes arrived meanwhile on top of bytes the store did not keep as
+                    # they were: they follow what it did keep.
+                    content = self.store.read_revision(snap.path, landing.entry.rev)
+            except BaseException as e:
+                failure = e
+        try:
+            if failure is not None or landing is None:
+                self._failed(buf, snap, failure or RuntimeError("no landing"))
+                raise failure or RuntimeError("no landing")
+            self._landed(buf, snap, landing, content)
+        finally:
+            self.lock.notify()
 
-    def _store_write(self, buf: Buffer, data: bytes) -> Landing:
-        """Commit ``buf`` against its base; a moved base is rebased (memfs.store.rebase)."""
+    def _land(self, snap: Snapshot) -> Landing:
+        """Commit ``snap`` against its base; a moved base is rebased (memfs.store.rebase).
+        Runs without the lock when the commit can."""
         landing: Landing | None = None
 
         def attempt() -> Entry:
             nonlocal landing
             landing = land(
                 self.store,
-                buf.path,
-                data,
-                base_rev=buf.landing_base,
-                shape=buf.shape,
-                base_size=buf.base_size,
-                author=buf.author,
-                mode=buf.mode if buf.created else None,
-                side=program_of(buf),
-                before_write=lambda target, expected, content: self._log().landing(
-                    buf.ident, target, expected, hashlib.sha256(content).digest()
-                ),
+                snap.path,
+                snap.data,
+                base_rev=snap.landing_base,
+                shape=snap.shape,
+                base_size=snap.base_size,
+                author=snap.author,
+                mode=snap.mode if snap.created else None,
+                side=snap.program,
+                before_write=self._journal_landing(snap.ident),
             )
             return landing.entry
 
-        act = buf.act or Act(buf.author)
-        buf.act = act  # a retry after a failure stays in the same operation
-        with self.store.acting(act):
-            self._run(buf.author, attempt, buf.path)
+        with self.store.acting(snap.act):
+            self._run(snap.author, attempt, snap.path)
         assert landing is not None
+        if snap.created and (snap.uid is not None or snap.gid is not None):
+            # Made by another user through --allow-other: the entry is theirs. The content
+            # is saved already; a failure here must not make it look unsaved.
+            try:
+                with self.store.acting(snap.act):
+                    self._run(
+                        snap.author,
+                        lambda: self.store.set_attrs(
+                            snap.path, author=snap.author, uid=snap.uid, gid=snap.gid
+                        ),
+                        snap.path,
+                    )
+            except Exception:
+                self._board.count_error()
+                log.exception("memfs: could not record the owner of %s", snap.path)
         return landing
 
-    def conflicted(self, path: str, copy: str) -> None:
-        """A change to ``path`` met another writer's and one of them is kept at ``copy``:
-        named in the health (``memfs status``)."""
-        with self.lock:
-            self._conflicts.append(f"{path} -> {copy}")
-            del self._conflicts[:-CONFLICTS_SHOWN]
-        self._publish()
-
-    def _landed(self, buf: Buffer, landing: Landing, path: str | None = None) -> None:
-        """Say what a commit (of ``buf``, at ``path`` if it was renamed there) that met
-        another writer's change did, and let the kernel know the content it holds for
-        the path is not what was committed."""
+    def _landed(self, buf: Buffer, snap: Snapshot, landing: Landing, content: bytes | None) -> None:
+        entry = landing.entry
+        self._board.landed(snap.path, snap.author, landing, self._on_stale)
+        self._on_committed(snap, entry, landing.outcome == "written")
         if landing.outcome == "written":
-            return
-        if path is not None:
-            buf = dataclasses.replace(buf, path=path)
-        self._on_stale(buf.path)
-        if landing.outcome == "conflict" and landing.copy is not None:
-            self._on_stale(landing.copy)
-            self._conflicts.append(f"{buf.path} -> {landing.copy}")
-            del self._conflicts[:-CONFLICTS_SHOWN]
-            log.warning(
-                "memfs: conflict: %s changed the same bytes of %s as another writer"
-                " (revision %s); theirs stays, %s's version is kept as %s",
-                buf.author,
-                buf.path,
-                landing.over,
-                buf.author,
-                landing.copy,
-            )
-        elif landing.outcome == "displaced" and landing.copy is not None:
-            self._on_stale(landing.copy)
-            self._conflicts.append(f"{buf.path} -> {landing.copy}")
-            del self._conflicts[:-CONFLICTS_SHOWN]
-            log.warning(
-                "memfs: conflict: %s's save of %s changed the lines another writer changed"
-                " since it read the file; the save stands, and the revision %s it replaced"
-                " is kept as %s",
-                buf.author,
-                buf.path,
-                landing.over,
-                landing.copy,
-            )
-        elif landing.outcome == "merged":
-            log.info(
-                "memfs: %s's save of %s was merged with revision %s by another writer",
-                buf.author,
-                buf.path,
-                landing.over,
-            )
-        elif landing.outcome == "replaced":
-            log.warning(
-                "memfs: %s's save of %s replaced revision %s by another writer, which"
-                " stays in the history",
-                buf.author,
-                buf.path,
-                landing.over,
-            )
-        elif landing.outcome == "recreated":
-            log.warning(
-                "memfs: %s was deleted by another writer while %s was writing it; its"
-                " writes are saved as the file again",
-                buf.path,
-                buf.author,
-            )
+            self._on_saved(snap.path, entry, snap.data)
+        self._caps.counted(snap)  # the store counts this file now
+        was_failing = buf.failure is not None
+        if content is None and landing.outcome != "written" and buf.changed_since_snapshot():
+            # Writes came after the check outside the lock: one read, under it.
+            content = self.store.read_revision(snap.path, entry.rev)
+        if buf.landed(snap, entry, ident=next(self._ids), content=content):
+            self._forget(buf)
         else:
-            log.info(
-                "memfs: %s's change to %s was rebased onto revision %s",
-                buf.author,
-                buf.path,
-                landing.over,
-            )
+            # Still pending, on the revision that landed: journaled anew as that, whole,
+            # before the old records are done (a replay must not take the landed bytes
+            # for the ones still to come).
+            if snap.created:
+                self._unlist(snap.path)
+            journal = self._log()
+            self._journal_whole(journal, buf)
+            journal.done(snap.ident)
+            if content is not None:
+                self._on_stale(snap.path)
+            self._wake.set()  # its quiet period runs from its last write
+        if was_failing:
+            log.warning("memfs: %s is saved after all (revision %d)", snap.path, entry.rev)
+            forget_copy(self.recovery_dir, snap.path)
+            self._board.unsaved.discard(snap.path)
+        self._board.publish()
 
-    def _failed(self, buf: Buffer, data: bytes, exc: BaseException) -> None:
-        first = buf.failed is None
-        buf.failed = exc
-        buf.retry_at = time.monotonic() + RETRY_S
+    def _failed(self, buf: Buffer, snap: Snapshot, exc: BaseException) -> None:
+        first = buf.commit_failed(exc, time.monotonic() + RETRY_S)
         self._wake.set()  # the committer may be asleep for a whole quiet period
-        self._unsaved.add(buf.path)
-        if not isinstance(exc, MemfsError):
-            # Not a refusal the store explained: a bug or an environment problem. The
-            # traceback goes to the log and the count to `memfs status`.
-            self.errors += 1
-            log.error("memfs: unexpected error saving %s", buf.path, exc_info=exc)
-        if first:
-            # Writes to a failed file are refused, so its data cannot change: one copy.
-            copy = self._keep_copy(buf.path, data)
-            log.error(
-                "memfs: could not save %s (%s): the data is kept%s and will be retried%s",
-                buf.path,
-                exc,
-                f" in {copy}" if copy else "",
-                _remedy(exc),
-            )
-        self._publish()
-
-    def _keep_copy(self, path: str, data: bytes) -> Path | None:
-        """A person-readable copy of a file the store refused, under ``recovery_dir``."""
-        if self.recovery_dir is None:
-            return None
-        target = self.recovery_dir / path
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = target.with_name(f".{target.name}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except OSError as e:
-            log.error("memfs: could not keep a copy of %s in %s: %s", path, target, e)
-            return None
-        return target
-
-    def _forget_copy(self, path: str) -> None:
-        if self.recovery_dir is not None:
-            with contextlib.suppress(OSError):
-                (self.recovery_dir / path).unlink()
+        # Writes to a failed file are refused, so its data cannot change: one copy.
+        copy = keep_copy(self.recovery_dir, snap.path, snap.data) if first else None
+        self._board.failed(snap.path, exc, copy, first)
 
     def _bound_journal(self) -> None:
         """Rewrite the journal from the buffers once it is mostly history: it never grows
         much past what is pending (a file rewritten in place for minutes, like fsx)."""
-        if self._log().size > max(COMPACT_AT_BYTES, 4 * self._bytes):
-            self._compact()
+        if self._log().size > max(COMPACT_AT_BYTES, 4 * self._tally.bytes) and not any(
+            b.state is State.COMMITTING for b in self._bufs.values()
+        ):
+            self._compact()  # (not while a landing is in flight: its record must stay)
 
     def _compact(self, *, purge: bool = False) -> None:
         """A new journal holding only what is pending, whole; the old one goes. For a
@@ -999,10 +764,7 @@ class PendingWrites:
         old = self._log()
         fresh = jr.Journal(old.directory)
         for buf in self._bufs.values():
-            flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
-            fresh.opened(buf.ident, buf.path, buf.author, buf.landing_base, buf.mode, flags)
-            fresh.shaped(buf.ident, buf.shape, buf.base_size)
-            fresh.wrote(buf.ident, 0, buf.data)
+            self._journal_whole(fresh, buf)
         if purge:
             fresh.sync()
         self._journal = fresh
@@ -1015,41 +777,48 @@ class PendingWrites:
         file's current content to this mount: it is named and nothing is done (an
         acknowledged write is never dropped). ``check`` only names them."""
         wanted = set(hashes)
+
+        def compact() -> tuple[str, int]:
+            if self._journal is None:
+                return "", 0
+            before = self._journal.size
+            self._compact(purge=True)
+            return str(self._journal.path), before - self._journal.size
+
         with self.lock:
-            holding = tuple(
-                sorted(
-                    buf.path
-                    for buf in self._bufs.values()
-                    if hashlib.sha256(buf.data).hexdigest() in wanted
-                )
+            while any(b.state is State.COMMITTING for b in self._bufs.values()):
+                self.lock.wait()
+            holding = [
+                buf.path
+                for buf in self._bufs.values()
+                if hashlib.sha256(buf.data).hexdigest() in wanted
+            ]
+            return purge(
+                holding, wanted, compact=compact, recovery_dir=self.recovery_dir, check=check
             )
-            if holding or check:
-                return Purged(pending=holding)
-            journal, dropped = "", 0
-            if self._journal is not None:
-                before = self._journal.size
-                self._compact(purge=True)
-                journal, dropped = str(self._journal.path), before - self._journal.size
-            copies = delete_copies(self.recovery_dir, wanted)
-        return Purged(journal=journal, dropped=dropped, copies=tuple(copies))
+
+    # --- the store's state ---------------------------------------------------------------
+    def forget_usage(self) -> None:
+        """The store's usage moved (a mutation here, a change seen on the feed)."""
+        self._caps.forget_usage()
 
     def check_usable(self) -> None:
         """EIO once the store's storage went away (see :meth:`lose`)."""
-        if self._lost:
-            raise OSError(errno.EIO, self._lost)
+        if self._board.lost:
+            raise OSError(errno.EIO, self._board.lost)
 
     @property
     def lost(self) -> str:
-        return self._lost
+        return self._board.lost
 
     def lose(self, problem: str, rescue: Callable[[], Path | None]) -> None:
         """The store's storage went away (``problem`` says how): refuse every change from
         now on, commit what is pending into the handle still open, and have ``rescue``
         save that whole store somewhere it can be mounted again."""
         with self.lock:
-            if self._lost:
+            if self._board.lost:
                 return
-            self._lost = problem  # from here on every write answers EIO
+            self._board.lost = problem  # from here on every write answers EIO
             log.error("memfs: %s; writes now answer EIO", problem)
             for buf in list(self._bufs.values()):
                 try:
@@ -1070,51 +839,23 @@ class PendingWrites:
                 )
             if where is not None:
                 log.error("memfs: the whole store as this mount saw it is saved in %s", where)
-            self._lost = f"{problem}; {told}"
-            self._publish()
+            self._board.lost = f"{problem}; {told}"
+            self._board.publish()
 
     @property
     def store_away(self) -> bool:
         """The change follower last found the store not answering (an outage)."""
-        return bool(self._store_problem[0])
+        return self._board.store_away
 
     def store_reachable(self, problem: str | None) -> None:
         """Told by the change follower when the store stops (a reason) or starts again
         (None) answering, for `memfs status`."""
-        with self.lock:
-            if problem is None:
-                self._store_problem = ("", 0.0)
-            elif not self._store_problem[0]:
-                self._store_problem = (problem, time.time())
-            self._publish()
+        self._board.store_reachable(problem)
 
-    def _publish(self) -> None:
-        if (
-            self.errors == self._health.errors
-            and self._unsaved == set(self._health.unsaved)
-            and self._store_problem == (self._health.store_problem, self._health.store_down_since)
-            and tuple(self._conflicts) == self._health.conflicts
-            and self._lost == self._health.lost
-        ):
-            return
-        unsaved = tuple(sorted(self._unsaved))
-        problem, down_since = self._store_problem
-        health = Health(
-            unsaved=unsaved,
-            errors=self.errors,
-            recovery_dir=str(self.recovery_dir or ""),
-            store_problem=problem,
-            store_down_since=down_since,
-            conflicts=tuple(self._conflicts),
-            lost=self._lost,
-        )
-        if health != self._health:
-            self._health = health
-            if self._on_health is not None:
-                try:
-                    self._on_health(health)
-                except Exception:
-                    log.exception("memfs: could not report the mount's health")
+    def count_error(self) -> None:
+        """Count an unexpected error of another of the daemon's threads (it logged it),
+        where `memfs status` shows the count."""
+        self._board.count_error()
 
     # --- lifecycle ---------------------------------------------------------------------------
     def recover(self, *, shred: bool = False) -> list[str]:
@@ -1123,30 +864,16 @@ class PendingWrites:
         journal adopted before it goes (:func:`memfs.mount.journal.shred_file`)."""
         if self._journal_dir is None:
             return []
-        found: list[str] = []
+
+        def durable() -> None:  # what was adopted, before its journal goes
+            if self._journal is not None:
+                self._journal.sync()
+
         with self.lock:
-            for path, _fd in jr.orphans(self._journal_dir):
-                try:
-                    pending = jr.replay(path, self._base)
-                except Exception:
-                    kept = jr.quarantine(path)
-                    log.exception("memfs: cannot replay the journal %s; kept as %s", path, kept)
-                    continue
-                # What one stopped daemon held for one writer is one operation.
-                acts: dict[str, Act] = {}
-                for rec in pending:
-                    act = acts.setdefault(
-                        rec.author,
-                        Act(rec.author, detail="saved from the journal of a stopped daemon"),
-                    )
-                    if self._adopt(rec, act):
-                        found.append(rec.path)
-                if shred:
-                    if self._journal is not None:
-                        self._journal.sync()  # what was adopted is durable before it goes
-                    jr.shred_file(path)
-                path.unlink()
-                self.replayed += 1
+            found, replayed = adopt_orphans(
+                self.store, self._journal_dir, self._adopt, before_delete=durable, shred=shred
+            )
+            self.replayed += replayed
             for name in found:
                 buf = self._bufs.get(name)
                 if buf is not None:
@@ -1158,18 +885,14 @@ class PendingWrites:
             log.warning("memfs: recovered %d file(s) a stopped daemon had not saved", len(found))
         return found
 
-    def _base(self, path: str, rev: int) -> bytes:
-        return base_of(self.store, path, rev)
-
     def _adopt(self, rec: jr.Recovered, act: Act) -> bool:
-        if self._landed_before(rec):
-            return False  # committed before the daemon could note it
         old = self._bufs.get(rec.path)
         if old is not None:
-            self._remove(old)  # an older journal's version of the same file
+            self._release(old)  # an older journal's version of the same file
         # The change keeps the base it was built on: the store decides, by the same
         # rules as a live commit, how it lands on whatever was written since.
         buf = Buffer(
+            self._tally,
             ident=next(self._ids),
             path=rec.path,
             data=rec.data,
@@ -1182,16 +905,9 @@ class PendingWrites:
             low=0 if rec.shape is Shape.EDIT else -1,
             act=act,
         )
-        flags = jr.WHOLE | (jr.CREATED if rec.created else 0)
-        journal = self._log()
-        journal.opened(buf.ident, buf.path, buf.author, buf.base_rev, buf.mode, flags)
-        journal.shaped(buf.ident, buf.shape, buf.base_size)
-        journal.wrote(buf.ident, 0, buf.data)
+        self._journal_whole(self._log(), buf)
         self._add(buf)
         return True
-
-    def _landed_before(self, rec: jr.Recovered) -> bool:
-        return landed_before(self.store, rec)
 
     def start(self) -> None:
         self._log()
@@ -1207,21 +923,21 @@ class PendingWrites:
             self._thread.join(timeout=30)
         with self.lock:
             if self._closed:
-                return self._health
+                return self._board.health
             self._closed = True
             # A store that went away takes no more commits: what is left stays in the
             # journal (and is named), not in a file nobody can open again.
-            for buf in [] if self._lost else list(self._bufs.values()):
+            for buf in [] if self._board.lost else list(self._bufs.values()):
                 try:
                     self._settle(buf)
                 except Exception as e:
                     log.error("memfs: could not save %s at unmount: %s", buf.path, e)
-            self._unsaved.update(self._bufs)
-            self._publish()
+            self._board.unsaved.update(self._bufs)
+            self._board.publish()
             if self._journal is not None:
                 self._journal.close(keep=bool(self._bufs))
                 self._journal = None
-            return self._health
+            return self._board.health
 
     def _committer(self) -> None:
         """Commit buffers nobody has written for ``quiet_period`` (and retry failed
@@ -1231,19 +947,17 @@ class PendingWrites:
             try:
                 wait = self._commit_due()
             except Exception:
-                self.errors += 1
                 log.exception("memfs: the committer hit an unexpected error; going on")
+                self._board.count_error()
                 wait = RETRY_S
-                with self.lock:
-                    self._publish()
             self._wake.wait(timeout=wait)
             self._wake.clear()
 
     def _commit_due(self) -> float | None:
-        """Commit what is due, one buffer per lock hold so other files are not held up;
-        return the seconds until the next one is due."""
+        """Commit what is due, one buffer at a time, each landing without the lock so
+        other files are not held up; return the seconds until the next one is due."""
         with self.lock:
-            if self._lost:
+            if self._board.lost:
                 return None  # nothing more goes into a store that went away
             paths = list(self._bufs)
         for path in paths:
@@ -1251,27 +965,17 @@ class PendingWrites:
                 return None
             with self.lock:
                 buf = self._bufs.get(path)
-                if buf is None or self._due_in(buf) > 0:
+                if buf is None or buf.state not in (State.DIRTY, State.FAILED):
+                    continue
+                if buf.due_in(self.quiet_period, time.monotonic()) > 0:
                     continue
                 with contextlib.suppress(Exception):  # _commit logged and kept it
                     self._commit(buf)
         with self.lock:
-            waits = [self._due_in(b) for b in self._bufs.values()]
+            now = time.monotonic()
+            waits = [
+                b.due_in(self.quiet_period, now)
+                for b in self._bufs.values()
+                if b.state in (State.DIRTY, State.FAILED)
+            ]
         return max(0.0, min(waits)) if waits else None
-
-    def _due_in(self, buf: Buffer) -> float:
-        now = time.monotonic()
-        if buf.failed is not None:
-            return buf.retry_at - now
-        return buf.last_write + self.quiet_period - now
-
-    def count_error(self) -> None:
-        """Count an unexpected error of another of the daemon's threads (it logged it),
-        where `memfs status` shows the count."""
-        with self.lock:
-            self.errors += 1
-            self._publish()
-
-    @property
-    def health(self) -> Health:
-        return self._health

@@ -1,0 +1,431 @@
+r"""One file's pending content, as an explicit state machine.
+
+A :class:`Buffer` holds what the writers of one file changed and the store has not got
+yet. Its life, every state and every move (each move is one method here, and those
+methods are the only writers of the buffer's fields)::
+
+         create                                  load (a stored file's first change)
+           |                                       |
+           v                                       v
+      +---------+        write / truncate      +---------+
+      |  DIRTY  | <--------------------------- |  CLEAN  |
+      +---------+                              +---------+
+       |    ^   \                                  |
+       |    |    \  discard (unlink, a newer       | discard
+       |    |     \ journal's version)             v
+       |    |      +----------------------->  +---------+
+       |    |                                 | DROPPED |
+       |    | landed, changes since: pending  +---------+
+       |    | on the revision that landed          ^
+       |    |                                      | discard
+       |  +------------+        failed        +--------+
+       +->| COMMITTING | -------------------> | FAILED |
+    begin +------------+ <------------------- +--------+
+    commit  |   ^    |   begin commit (retry)
+            |   |    |
+            +---+    | landed, nothing changed since
+       a write past  v
+       the snapshot  +--------+
+       (gen + 1)     | LANDED |
+                     +--------+
+
+    DIRTY -> DIRTY: write, truncate. COMMITTING -> DIRTY (unfreeze): a save under another
+    name refused before anything was written (its rename reports the error).
+
+``COMMITTING`` is the only state whose commit runs without the mount's lock: the
+commit works on a :class:`Snapshot` (the bytes, base and writer frozen by
+:meth:`Buffer.begin_commit`, with a generation number), and :meth:`Buffer.landed`
+compares the generation when the store has answered. Writes that arrived meanwhile
+keep the buffer pending, now built on the revision that landed; whoever changes the
+bytes the snapshot holds (not just past them) or a second writer's change on top of
+the first writer's unlanded bytes waits for that one file's landing instead. "Due"
+(nobody wrote for a quiet period; a failure's retry time reached) is not a state: the
+owner asks :meth:`Buffer.due_in`.
+
+The byte and file counts the owner's caps need are a :class:`Tally` every buffer
+updates in the move that changes them (admitted with its bytes when made, released
+when ``LANDED`` or ``DROPPED``); :meth:`Tally.check` recomputes them from the live
+buffers.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memfs.errors import IllegalTransition
+from memfs.mount.bursts import Writer
+from memfs.store.base import Act, Entry
+from memfs.store.rebase import Shape
+
+
+class State(enum.Enum):
+    CLEAN = "clean"  # loaded from the store for a change, nothing changed yet
+    DIRTY = "dirty"  # holds acknowledged changes the store has not got
+    COMMITTING = "committing"  # a snapshot of it is landing (outside the mount's lock)
+    FAILED = "failed"  # the last landing failed: writes refused, retried later
+    LANDED = "landed"  # all it held is in the store; gone from its owner
+    DROPPED = "dropped"  # let go without a commit (unlinked, clean, replaced)
+
+
+LIVE = (State.CLEAN, State.DIRTY, State.COMMITTING, State.FAILED)
+
+
+class Tally:
+    """What the live buffers hold, for the caps: ``bytes`` (holes included),
+    ``base_bytes`` (the sizes they were loaded at: ``bytes - base_bytes`` is the growth
+    not in the store yet) and ``new_files`` (files the store does not count yet)."""
+
+    __slots__ = ("base_bytes", "bytes", "new_files")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.base_bytes = 0
+        self.new_files = 0
+
+    def check(self, buffers: Iterable[Buffer]) -> None:
+        """Raise IllegalTransition unless the counts equal the sums over ``buffers``
+        (the owner's live ones)."""
+        bufs = list(buffers)
+        want = (
+            sum(len(b.data) for b in bufs),
+            sum(b.base_size for b in bufs),
+            sum(b.created for b in bufs),
+        )
+        have = (self.bytes, self.base_bytes, self.new_files)
+        if have != want:
+            raise IllegalTransition(
+                f"the write path's counts {have} are not its buffers' {want}",
+                state="tally",
+                move="check",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A buffer as :meth:`Buffer.begin_commit` froze it: everything its landing needs,
+    so the landing can run while the buffer takes more writes."""
+
+    ident: int
+    path: str
+    data: bytes
+    author: str
+    act: Act
+    writer: Writer | None
+    base_rev: int
+    landing_base: int
+    base_size: int
+    shape: Shape
+    mode: int
+    created: bool
+    uid: int | None
+    gid: int | None
+    gen: int
+
+    @property
+    def program(self) -> str:
+        """The program a conflict copy is named after (``NAME.conflict-STAMP-PROGRAM``):
+        its writer's, or for a buffer saved from a journal the one its actor names,
+        ``"USER (PROGRAM)"``."""
+        if self.writer is not None:
+            return self.writer.program
+        return self.author.rpartition(" (")[2].removesuffix(")")
+
+
+class Buffer:
+    """The pending content of one file, and what its writer did to the base.
+
+    ``base_rev``/``base_size``: the store's revision and size the buffer was loaded from
+    (0 for a file ``created`` here). ``whole``: the writer replaced the file whole
+    (created it, or truncated it to nothing). ``low``: the lowest offset any write or
+    truncate touched; everything below it is still the base's bytes. Together they give
+    the change's :attr:`shape`, which decides how it lands on a moved base.
+    ``read_rev``: for a whole save, the revision its writer read before (older than
+    ``base_rev`` when another writer committed since): the base it merges against.
+
+    Read its fields freely; change them only through its methods (the moves).
+    """
+
+    __slots__ = (
+        "_failure",
+        "_gen",
+        "_retry_at",
+        "_snap_gen",
+        "_snap_len",
+        "_state",
+        "_tally",
+        "act",
+        "author",
+        "base_rev",
+        "base_size",
+        "created",
+        "data",
+        "gid",
+        "ident",
+        "last_write",
+        "low",
+        "mode",
+        "mtime_ns",
+        "path",
+        "read_rev",
+        "uid",
+        "whole",
+        "writer",
+    )
+
+    def __init__(
+        self,
+        tally: Tally,
+        *,
+        ident: int,
+        path: str,
+        data: bytes | bytearray,
+        author: str,
+        base_rev: int,
+        mode: int,
+        created: bool,
+        base_size: int = 0,
+        whole: bool = False,
+        low: int = -1,
+        uid: int | None = None,
+        gid: int | None = None,
+        writer: Writer | None = None,
+        act: Act | None = None,
+        read_rev: int | None = None,
+        dirty: bool = True,
+    ) -> None:
+        self.ident = ident
+        self.path = path
+        self.data = bytearray(data)
+        self.author = author  # the writer's actor ("root (vim)"), as the journal keeps it
+        # The process whose changes the buffer holds (one revision per writer) and the
+        # operation they belong to (its burst); None for a buffer saved from a journal.
+        self.writer = writer
+        self.act = act
+        self.base_rev = base_rev
+        self.base_size = base_size
+        self.mode = mode
+        self.created = created
+        self.whole = whole
+        self.low = base_size if low < 0 else low
+        self.uid = uid
+        self.gid = gid
+        self.read_rev = read_rev
+        self.last_write = time.monotonic()
+        self.mtime_ns = time.time_ns()
+        self._state = State.DIRTY if dirty or created else State.CLEAN
+        self._failure: BaseException | None = None
+        self._retry_at = 0.0
+        self._gen = 0
+        self._snap_len = 0
+        self._snap_gen = 0
+        self._tally = tally
+        tally.bytes += len(self.data)
+        tally.base_bytes += base_size
+        tally.new_files += created
+
+    # --- what it is ----------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why its last landing failed (FAILED), else None."""
+        return self._failure
+
+    @property
+    def dirty(self) -> bool:
+        """Whether it holds changes the store has not got (whatever is in flight)."""
+        return self._state is not State.CLEAN
+
+    @property
+    def landing_base(self) -> int:
+        """The revision the change lands against (see :func:`memfs.store.rebase.land`)."""
+        return self.base_rev if self.read_rev is None else self.read_rev
+
+    @property
+    def shape(self) -> Shape:
+        if self.created or self.whole:
+            return Shape.WHOLE
+        return Shape.APPEND if self.low >= self.base_size else Shape.EDIT
+
+    def due_in(self, quiet_period: float, now: float) -> float:
+        """Seconds until the owner should commit it (a failure: until its retry)."""
+        if self._state is State.FAILED:
+            return self._retry_at - now
+        return self.last_write + quiet_period - now
+
+    def changed_since_snapshot(self) -> bool:
+        """COMMITTING: whether writes arrived after the snapshot now landing."""
+        return self._state is State.COMMITTING and self._gen != self._snap_gen
+
+    def takes_while_committing(self, low: int) -> bool:
+        """COMMITTING: whether a change whose lowest offset is ``low`` leaves the bytes
+        being landed alone (it goes past them), so it need not wait for the landing."""
+        return self._state is State.COMMITTING and low >= self._snap_len
+
+    # --- moves -----------------------------------------------------------------------------
+    def _expect(self, move: str, *states: State) -> None:
+        if self._state not in states:
+            raise IllegalTransition(
+                f"{self.path}: a {self._state.value} buffer cannot {move}",
+                state=self._state.value,
+                move=move,
+            )
+
+    def take_over(self, writer: Writer, act: Act) -> None:
+        """The next change is ``writer``'s, in ``act`` (one revision per writer)."""
+        self._expect("change hands", State.CLEAN, State.DIRTY, State.COMMITTING)
+        self.author, self.writer, self.act = writer.actor, writer, act
+
+    def _changed(self, low: int) -> None:
+        if self._state is State.COMMITTING and low < self._snap_len:
+            raise IllegalTransition(
+                f"{self.path}: a change below the bytes being landed must wait for them",
+                state=self._state.value,
+                move="change landing bytes",
+            )
+        if self._state is State.CLEAN:
+            self._state = State.DIRTY
+        self.low = min(self.low, low)
+        self._gen += 1
+        self.last_write = time.monotonic()
+        self.mtime_ns = time.time_ns()
+
+    def write(self, offset: int, data: bytes) -> None:
+        """``data`` at ``offset`` (a hole before it reads as zeros)."""
+        self._expect("take a write", State.CLEAN, State.DIRTY, State.COMMITTING)
+        self._changed(offset)
+        old = len(self.data)  # before a hole is filled in: it counts too
+        if offset > old:
+            self.data.extend(b"\0" * (offset - old))
+        self.data[offset : offset + len(data)] = data
+        self._tally.bytes += len(self.data) - old
+
+    def truncate(self, size: int) -> None:
+        """Cut or extend to ``size``; to nothing, the change becomes a whole save."""
+        self._expect("be truncated", State.CLEAN, State.DIRTY, State.COMMITTING)
+        self._changed(size)
+        old = len(self.data)
+        if size < old:
+            del self.data[size:]
+        else:
+            self.data.extend(b"\0" * (size - old))
+        self._tally.bytes += size - old
+        self.whole = self.whole or size == 0  # all of the base is gone: a rewrite
+
+    def set_mode(self, mode: int) -> None:
+        """The mode of a file created here, going into its first commit."""
+        self._expect("take a mode", State.DIRTY)
+        if not self.created:
+            raise IllegalTransition(
+                f"{self.path}: only a new file's mode joins its commit",
+                state=self._state.value,
+                move="take a mode",
+            )
+        self._gen += 1
+        self.mode = mode
+
+    def hurry(self, quiet_period: float) -> None:
+        """Make a DIRTY buffer due now (another writer changed its file)."""
+        if self._state is State.DIRTY:
+            # Not 0.0: the monotonic clock starts near zero at boot, and on a machine up
+            # for less than a quiet period 0.0 is not long ago.
+            self.last_write = time.monotonic() - quiet_period
+
+    def begin_commit(self) -> Snapshot:
+        """DIRTY or FAILED (a retry) -> COMMITTING: freeze what lands."""
+        self._expect("begin a commit", State.DIRTY, State.FAILED)
+        if self.act is None:
+            self.act = Act(self.author)  # a retry after a failure stays in this operation
+        self._state = State.COMMITTING
+        self._snap_len = len(self.data)
+        self._snap_gen = self._gen
+        return Snapshot(
+            ident=self.ident,
+            path=self.path,
+            data=bytes(self.data),
+            author=self.author,
+            act=self.act,
+            writer=self.writer,
+            base_rev=self.base_rev,
+            landing_base=self.landing_base,
+            base_size=self.base_size,
+            shape=self.shape,
+            mode=self.mode,
+            created=self.created,
+            uid=self.uid,
+            gid=self.gid,
+            gen=self._gen,
+        )
+
+    def landed(
+        self, snap: Snapshot, entry: Entry, *, ident: int, content: bytes | None = None
+    ) -> bool:
+        """COMMITTING -> LANDED (True: nothing changed since ``snap``; the owner lets it
+        go) or DIRTY (False): the changes since stay pending, built on ``entry``, the
+        revision that landed, as journal buffer ``ident``. ``content``: what landed when
+        it is not the snapshot's bytes (a rebase or merge); the bytes written past the
+        snapshot then follow it, as appends do."""
+        self._expect("land", State.COMMITTING)
+        if snap.gen == self._gen:
+            self._leave(State.LANDED)
+            return True
+        base_size = len(snap.data)
+        if content is not None:
+            tail = self.data[base_size:]
+            before = len(self.data)
+            self.data[:] = content
+            self.data += tail
+            self._tally.bytes += len(self.data) - before
+            base_size = len(content)
+        self._tally.base_bytes += base_size - self.base_size
+        self._tally.new_files -= self.created
+        self.ident = ident
+        self.created = False
+        self.whole = False
+        self.read_rev = None
+        self.base_rev = entry.rev
+        self.base_size = base_size
+        # Only changes past the snapshot were let in (takes_while_committing): an append.
+        self.low = base_size
+        self._failure = None
+        self._state = State.DIRTY
+        return False
+
+    def unfreeze(self) -> None:
+        """COMMITTING -> DIRTY: the landing was refused before anything was written and
+        its caller reports that itself (a save under another name that the rename's
+        own error answers); the buffer is as it was."""
+        self._expect("unfreeze", State.COMMITTING)
+        if self._gen != self._snap_gen:
+            raise IllegalTransition(
+                f"{self.path}: changed while landing; only a landing can settle it",
+                state=self._state.value,
+                move="unfreeze",
+            )
+        self._state = State.DIRTY if self._failure is None else State.FAILED
+
+    def commit_failed(self, exc: BaseException, retry_at: float) -> bool:
+        """COMMITTING -> FAILED; True the first time (the owner keeps one copy: writes to
+        a failed file are refused, so its data cannot change until it lands)."""
+        self._expect("fail", State.COMMITTING)
+        first = self._failure is None
+        self._failure = exc
+        self._retry_at = retry_at
+        self._state = State.FAILED
+        return first
+
+    def discard(self) -> None:
+        """CLEAN, DIRTY or FAILED -> DROPPED: its changes are not wanted any more."""
+        self._expect("be dropped", State.CLEAN, State.DIRTY, State.FAILED)
+        self._leave(State.DROPPED)
+
+    def _leave(self, state: State) -> None:
+        self._tally.bytes -= len(self.data)
+        self._tally.base_bytes -= self.base_size
+        self._tally.new_files -= self.created
+        self._state = state

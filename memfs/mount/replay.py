@@ -1,0 +1,91 @@
+"""Journal replay: what stopped daemons' journals hold pending for a store, read back
+so a mount (or ``memfs redact``, ``memfs status``) can commit it before it serves.
+
+The records themselves are :mod:`memfs.mount.journal`'s; this module decides, for each
+pending buffer, the base it was built on and whether the store holds it already."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from memfs.mount import journal as jr
+from memfs.store.base import Act, Store
+
+log = logging.getLogger("memfs.mount.writes")
+
+
+def base_of(store: Store, path: str, rev: int) -> bytes:
+    """The content revision ``rev`` of ``path`` had, for a journaled edit made on it
+    (its current content, logged, when that revision is gone)."""
+    with contextlib.suppress(Exception):
+        data, entry = store.read(path)
+        if entry.rev == rev:
+            return data
+    with contextlib.suppress(Exception):
+        return store.read_revision(path, rev)
+    log.warning("memfs: revision %d of %s is gone; replaying onto its current content", rev, path)
+    with contextlib.suppress(Exception):
+        return store.read(path)[0]
+    return b""
+
+
+def landed_before(store: Store, rec: jr.Recovered) -> bool:
+    """Whether the store already holds what ``rec`` would commit: its content is the
+    file's, or its last landing attempt (journaled before the write) made a revision
+    (a killed daemon commits and dies before it notes the commit as done)."""
+    with contextlib.suppress(Exception):
+        data, _ = store.read(rec.path)
+        if data == rec.data:
+            return True
+    if rec.landing is None:
+        return False
+    target, expected, sha = rec.landing
+    with contextlib.suppress(Exception):
+        return any(
+            r.rev > expected and bytes.fromhex(r.sha256) == sha for r in store.history(target)
+        )
+    return False
+
+
+def adopt_orphans(
+    store: Store,
+    journal_dir: Path,
+    adopt: Callable[[jr.Recovered, Act], bool],
+    *,
+    before_delete: Callable[[], None],
+    shred: bool = False,
+) -> tuple[list[str], int]:
+    """Hand each buffer stopped daemons' journals in ``journal_dir`` hold pending (and
+    the store has not got) to ``adopt`` (True: taken), then delete each journal
+    (``before_delete`` first makes what was adopted durable; ``shred`` overwrites the
+    journal before it goes). A journal that cannot be replayed is set aside, logged.
+    Returns the paths adopted and the number of journals deleted."""
+    found: list[str] = []
+    replayed = 0
+    for path, _fd in jr.orphans(journal_dir):
+        try:
+            pending = jr.replay(path, lambda p, rev: base_of(store, p, rev))
+        except Exception:
+            kept = jr.quarantine(path)
+            log.exception("memfs: cannot replay the journal %s; kept as %s", path, kept)
+            continue
+        # What one stopped daemon held for one writer is one operation.
+        acts: dict[str, Act] = {}
+        for rec in pending:
+            if landed_before(store, rec):
+                continue  # committed before the daemon could note it
+            act = acts.setdefault(
+                rec.author,
+                Act(rec.author, detail="saved from the journal of a stopped daemon"),
+            )
+            if adopt(rec, act):
+                found.append(rec.path)
+        if shred:
+            before_delete()
+            jr.shred_file(path)
+        path.unlink()
+        replayed += 1
+    return found, replayed

@@ -1,0 +1,485 @@
+"""The write path's state machine, without FUSE: every illegal move of a buffer raises,
+a Hypothesis state machine drives :class:`PendingWrites` over a real SQLite store
+through random writes, appends, whole saves, fsyncs, commits, another door's writes to
+the same files, store failures and store loss (nothing acknowledged is lost; the counts
+are the sums over the buffers), and a landing held inside the store blocks neither a
+write to another file nor more writes to its own."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from memfs.errors import Conflict, IllegalTransition, MemfsError, NotFound, StoreUnavailable
+from memfs.mount.buffer import Buffer, State, Tally
+from memfs.mount.bursts import Writer
+from memfs.mount.writes import PendingWrites
+from memfs.store import open_store
+from memfs.store.base import Act, Entry, Store
+from memfs.store.rebase import is_conflict_copy
+
+ONE = Writer(pid=4242, started=1, program="one", user="someone")
+TWO = Writer(pid=4343, started=1, program="two", user="someone")
+FILES = ("a.md", "b.md")
+DEADLINE_S = 30.0
+
+
+def direct(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
+    return fn()
+
+
+class Flaky:
+    """A store whose writes fail while ``failing`` (as a server away would), and whose
+    writes of ``gated`` can be held at ``gate`` (a landing in flight) until it is set."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.failing = False
+        self.gate: threading.Event | None = None
+        self.gated = ""
+        self.held = threading.Event()  # a write is waiting at the gate
+
+    def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
+        if self.failing:
+            raise StoreUnavailable("the store is away (injected)")
+        gate = self.gate
+        if gate is not None and path == self.gated:
+            self.held.set()
+            if not gate.wait(DEADLINE_S):
+                raise TimeoutError("the test never let the landing go")
+        return self.inner.write(path, data, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def state_of(buf: Buffer) -> State:
+    return buf.state  # (read anew: a landing in another thread moves it)
+
+
+def as_store(flaky: Flaky) -> Store:
+    return cast(Store, flaky)
+
+
+# --- every illegal move raises -------------------------------------------------------------
+def buffer(*, created: bool = False, dirty: bool = True) -> Buffer:
+    return Buffer(
+        Tally(),
+        ident=1,
+        path="f.md",
+        data=b"base",
+        author=ONE.actor,
+        base_rev=3,
+        mode=0o644,
+        created=created,
+        base_size=0 if created else 4,
+        dirty=dirty,
+    )
+
+
+def entry(rev: int) -> Entry:
+    return Entry(path="f.md", kind="file", size=4, mode=0o644, mtime_ns=0, ctime_ns=0, rev=rev)
+
+
+def clean() -> Buffer:
+    return buffer(dirty=False)
+
+
+def dirty() -> Buffer:
+    return buffer()
+
+
+def committing() -> Buffer:
+    b = buffer()
+    b.begin_commit()
+    return b
+
+
+def failed() -> Buffer:
+    b = committing()
+    b.commit_failed(StoreUnavailable("away"), 0.0)
+    return b
+
+
+def landed() -> Buffer:
+    b = buffer()
+    snap = b.begin_commit()
+    assert b.landed(snap, entry(4), ident=2)
+    return b
+
+
+def dropped() -> Buffer:
+    b = buffer()
+    b.discard()
+    return b
+
+
+MAKERS: dict[State, Callable[[], Buffer]] = {
+    State.CLEAN: clean,
+    State.DIRTY: dirty,
+    State.COMMITTING: committing,
+    State.FAILED: failed,
+    State.LANDED: landed,
+    State.DROPPED: dropped,
+}
+
+
+def moves() -> dict[str, Callable[[Buffer], object]]:
+    return {
+        "write": lambda b: b.write(len(b.data), b"x"),
+        "truncate": lambda b: b.truncate(len(b.data) + 1),
+        "take_over": lambda b: b.take_over(TWO, Act(TWO.actor)),
+        "begin_commit": lambda b: b.begin_commit(),
+        "commit_failed": lambda b: b.commit_failed(StoreUnavailable("away"), 0.0),
+        "discard": lambda b: b.discard(),
+        "unfreeze": lambda b: b.unfreeze(),
+    }
+
+
+ALLOWED = {
+    "write": {State.CLEAN, State.DIRTY, State.COMMITTING},
+    "truncate": {State.CLEAN, State.DIRTY, State.COMMITTING},
+    "take_over": {State.CLEAN, State.DIRTY, State.COMMITTING},
+    "begin_commit": {State.DIRTY, State.FAILED},
+    "commit_failed": {State.COMMITTING},
+    "discard": {State.CLEAN, State.DIRTY, State.FAILED},
+    "unfreeze": {State.COMMITTING},
+}
+
+
+@pytest.mark.parametrize("state", list(State), ids=lambda s: s.value)
+@pytest.mark.parametrize("move", sorted(ALLOWED))
+def test_each_move_is_allowed_only_where_the_diagram_draws_it(state: State, move: str) -> None:
+    b = MAKERS[state]()
+    assert b.state is state
+    if state in ALLOWED[move]:
+        moves()[move](b)
+    else:
+        with pytest.raises(IllegalTransition) as raised:
+            moves()[move](b)
+        assert raised.value.state == state.value
+
+
+def test_landing_needs_a_landing_in_flight_and_a_change_below_it_waits() -> None:
+    b = dirty()
+    with pytest.raises(IllegalTransition):
+        b.landed(cast(Any, None), entry(4), ident=2)
+    snap = b.begin_commit()
+    with pytest.raises(IllegalTransition):
+        b.write(0, b"X")  # the bytes being landed: the owner waits instead
+    with pytest.raises(IllegalTransition):
+        b.set_mode(0o600)  # only a new file's, and not while landing
+    b.write(len(b.data), b"more")
+    with pytest.raises(IllegalTransition):
+        b.unfreeze()  # changed meanwhile: only the landing settles it
+    assert not b.landed(snap, entry(9), ident=2)  # changes since: still pending
+    assert (b.state, b.base_rev, b.base_size, bytes(b.data)) == (State.DIRTY, 9, 4, b"basemore")
+
+
+def test_the_tally_is_the_sum_over_the_buffers() -> None:
+    tally = Tally()
+    a = Buffer(
+        tally,
+        ident=1,
+        path="a",
+        data=b"12",
+        author="x",
+        base_rev=1,
+        mode=0,
+        created=False,
+        base_size=2,
+    )
+    b = Buffer(tally, ident=2, path="b", data=b"", author="x", base_rev=0, mode=0, created=True)
+    b.write(3, b"abc")
+    a.truncate(1)
+    tally.check([a, b])
+    assert (tally.bytes, tally.base_bytes, tally.new_files) == (7, 2, 1)
+    snap = b.begin_commit()
+    b.write(6, b"!")
+    b.landed(snap, entry(5), ident=3)
+    tally.check([a, b])
+    assert tally.new_files == 0  # in the store now, still pending more bytes
+    a.discard()
+    tally.check([b])
+    tally.bytes += 1
+    with pytest.raises(IllegalTransition):
+        tally.check([b])
+
+
+# --- the state machine -----------------------------------------------------------------------
+class WritePath(RuleBasedStateMachine):
+    """Two writers on one mount and a door on the same store. ``must[f]``: tokens an
+    acknowledged change put in ``f`` and no later acknowledged change took out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="memfs-states-"))
+        self.real = open_store(f"sqlite://{self.tmp / 'memory.db'}")
+        self.flaky = Flaky(self.real)
+        self.writes = PendingWrites(
+            as_store(self.flaky),
+            direct,
+            journal_dir=self.tmp / "journal",
+            recovery_dir=self.tmp / "journal" / "recovered",
+            quiet_period=3600,
+        )
+        self.writes.start()
+        self.must: dict[str, set[bytes]] = {f: set() for f in FILES}
+        self.count = 0
+        self.lost = False
+        self.landing: threading.Thread | None = None  # a commit held inside the store
+
+    def in_flight(self, f: str) -> bool:
+        buf = self.writes.get(f)
+        return buf is not None and buf.state is State.COMMITTING
+
+    def would_wait(self, f: str, who: Writer, low: int | None) -> bool:
+        """Whether a change of ``f`` by ``who`` from ``low`` (None: at the end) waits
+        for the landing in flight (the test thread must not: it holds the gate)."""
+        buf = self.writes.get(f)
+        if buf is None or buf.state is not State.COMMITTING:
+            return False
+        mine = buf.writer == who or not buf.changed_since_snapshot()
+        return not (mine and buf.takes_while_committing(len(buf.data) if low is None else low))
+
+    def token(self, who: str) -> bytes:
+        self.count += 1
+        return f"{who}-{self.count}\n".encode()
+
+    def view(self, f: str) -> bytes | None:
+        buf = self.writes.get(f)
+        if buf is not None:
+            return bytes(buf.data)
+        try:
+            return self.real.read(f)[0]
+        except NotFound:
+            return None
+
+    @rule(f=st.sampled_from(FILES))
+    def hold_a_landing(self, f: str) -> None:
+        """fsync ``f`` from another thread, held inside the store's write."""
+        if self.landing is not None or self.lost:
+            return
+        self.flaky.held.clear()
+        self.flaky.gate, self.flaky.gated = threading.Event(), f
+        self.landing = threading.Thread(target=self.fsync_quietly, args=(f,))
+        self.landing.start()
+        deadline = time.monotonic() + DEADLINE_S
+        while not self.flaky.held.wait(0.01) and self.landing.is_alive():
+            assert time.monotonic() < deadline, "the landing neither came nor went"
+        if not self.flaky.held.is_set():  # nothing to land, or refused before the store
+            self.let_the_landing_go()
+
+    def fsync_quietly(self, f: str) -> None:
+        with contextlib.suppress(OSError, MemfsError):
+            self.writes.commit(f)
+
+    @rule()
+    def let_the_landing_go(self) -> None:
+        if self.landing is None or self.flaky.gate is None:
+            return
+        self.flaky.gate.set()
+        self.landing.join(DEADLINE_S)
+        assert not self.landing.is_alive(), "the held landing never ended"
+        self.landing, self.flaky.gate = None, None
+
+    @rule(f=st.sampled_from(FILES), who=st.sampled_from((ONE, TWO)))
+    def create(self, f: str, who: Writer) -> None:
+        if self.view(f) is not None or self.in_flight(f):
+            return
+        try:
+            self.writes.create(f, 0o644, who, None, None)
+        except OSError:
+            return
+        self.must[f] = set()
+
+    @rule(f=st.sampled_from(FILES), who=st.sampled_from((ONE, TWO)))
+    def append(self, f: str, who: Writer) -> None:
+        if self.view(f) is None or self.would_wait(f, who, None):
+            return
+        tok = self.token(who.program)
+        try:
+            self.writes.write(f, tok, 0, who, append=True)
+        except (OSError, MemfsError):
+            return
+        self.must[f].add(tok)
+
+    @rule(f=st.sampled_from(FILES), who=st.sampled_from((ONE, TWO)))
+    def save_whole(self, f: str, who: Writer) -> None:
+        """An editor's save: truncate to nothing, write it all back with one more line."""
+        before = self.view(f)
+        if before is None or self.would_wait(f, who, 0):
+            return
+        tok = self.token(who.program)
+        kept = {t for t in self.must[f] if t in before}
+        try:
+            self.writes.truncate(f, 0, who)
+        except (OSError, MemfsError):
+            return
+        # Acknowledged: the file is empty now (what the door appended since this
+        # writer's base may come back by the merge, or stand in a conflict copy).
+        self.must[f] = self.must[f] - kept
+        try:
+            self.writes.write(f, before + tok, 0, who)
+        except (OSError, MemfsError):
+            return
+        self.must[f] |= kept | {tok}
+
+    @rule(f=st.sampled_from(FILES))
+    def door_append(self, f: str) -> None:
+        """Another door appends to the file in the store (compare-and-set, retried)."""
+        tok = self.token("door")
+        for _ in range(5):
+            try:
+                data, e = self.real.read(f)
+            except NotFound:
+                return
+            try:
+                self.real.write(f, data + tok, author="door", expected_rev=e.rev)
+            except Conflict:
+                continue
+            self.must[f].add(tok)
+            return
+
+    @rule(f=st.sampled_from(FILES))
+    def fsync(self, f: str) -> None:
+        if self.in_flight(f):
+            return
+        with contextlib.suppress(OSError, MemfsError):
+            self.writes.commit(f)
+
+    @rule()
+    def commit_all(self) -> None:
+        if self.landing is not None:
+            return
+        with contextlib.suppress(OSError, MemfsError):
+            self.writes.commit_under("")
+
+    @rule(failing=st.booleans())
+    def store_fails(self, failing: bool) -> None:
+        self.flaky.failing = failing
+
+    @precondition(lambda self: not self.lost and self.landing is None)
+    @rule()
+    def store_lost(self) -> None:
+        self.flaky.failing = False
+        self.writes.lose("the store went away (injected)", lambda: None)
+        self.lost = True
+
+    @invariant()
+    def counts_are_the_sum_of_the_buffers(self) -> None:
+        self.writes.check_tally()
+
+    @invariant()
+    def nothing_acknowledged_is_lost(self) -> None:
+        for f in FILES:
+            missing = self.must[f] - self.found(f)
+            assert not missing, f"{f}: acknowledged {sorted(missing)} are gone"
+
+    def found(self, f: str) -> set[bytes]:
+        """Every token in the mount's view of ``f``, the store's, or a conflict copy."""
+        texts = [self.view(f) or b""]
+        with contextlib.suppress(NotFound):
+            texts.append(self.real.read(f)[0])
+        for e in self.real.listdir(""):
+            if is_conflict_copy(e.path) and e.path.startswith(f.rsplit(".", 1)[0]):
+                texts.append(self.real.read(e.path)[0])
+        return {t for t in (ln + b"\n" for text in texts for ln in text.split(b"\n")) if t != b"\n"}
+
+    def teardown(self) -> None:
+        self.let_the_landing_go()
+        self.flaky.failing = False
+        health = self.writes.close()
+        try:
+            if not self.lost:
+                assert health.unsaved == ()
+                for f in FILES:
+                    missing = self.must[f] - self.found(f)
+                    assert not missing, f"{f}: {sorted(missing)} never reached the store"
+        finally:
+            self.real.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+WritePath.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_the_write_path_as_a_state_machine = WritePath.TestCase
+
+
+# --- a landing in flight holds up nothing else -------------------------------------------
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[tuple[PendingWrites, Flaky]]:
+    real = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    real.write("slow.md", b"", author="someone")
+    real.write("other.md", b"", author="someone")
+    flaky = Flaky(real)
+    writes = PendingWrites(as_store(flaky), direct, journal_dir=tmp_path / "j", quiet_period=3600)
+    writes.start()
+    try:
+        yield writes, flaky
+    finally:
+        if flaky.gate is not None:
+            flaky.gate.set()
+        writes.close()
+        real.close()
+
+
+def test_a_landing_held_in_the_store_blocks_no_other_write(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    writes, flaky = held
+    writes.write("slow.md", b"first\n", 0, ONE, append=True)
+    flaky.gate, flaky.gated = threading.Event(), "slow.md"
+    fsync = threading.Thread(target=writes.commit, args=("slow.md",))
+    fsync.start()
+    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    # The fsync is inside the store's write now: the mount's lock is free.
+    writes.write("other.md", b"elsewhere\n", 0, TWO, append=True)
+    writes.write("slow.md", b"second\n", 0, ONE, append=True)  # the same file and writer
+    slow = writes.get("slow.md")
+    assert slow is not None and slow.state is State.COMMITTING
+    flaky.gate.set()
+    fsync.join(DEADLINE_S)
+    assert not fsync.is_alive()
+    assert flaky.inner.read("slow.md")[0] == b"first\n"  # what the fsync landed
+    assert (state_of(slow), bytes(slow.data)) == (State.DIRTY, b"first\nsecond\n")  # still pending
+    # Another program's write commits the first one's bytes as their own revision.
+    writes.write("slow.md", b"third\n", 0, TWO, append=True)
+    writes.commit("slow.md")
+    assert flaky.inner.read("slow.md")[0] == b"first\nsecond\nthird\n"
+    authors = [r.author for r in flaky.inner.history("slow.md")]
+    assert authors[:3] == [TWO.actor, ONE.actor, ONE.actor]
+    writes.check_tally()
+
+
+def test_another_writer_takes_over_a_landing_buffer_nothing_changed_since(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    writes, flaky = held
+    writes.write("slow.md", b"one\n", 0, ONE, append=True)
+    flaky.gate, flaky.gated = threading.Event(), "slow.md"
+    fsync = threading.Thread(target=writes.commit, args=("slow.md",))
+    fsync.start()
+    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    writes.write("slow.md", b"two\n", 0, TWO, append=True)  # does not wait
+    flaky.gate.set()
+    fsync.join(DEADLINE_S)
+    writes.commit("slow.md")
+    assert flaky.inner.read("slow.md")[0] == b"one\ntwo\n"
+    authors = [r.author for r in flaky.inner.history("slow.md")]
+    assert authors[:2] == [TWO.actor, ONE.actor]
