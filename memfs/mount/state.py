@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,12 +110,30 @@ def default_mountpoint() -> Path:
     return normalize(override) if override else normalize(Path.home() / "memories")
 
 
+# What normalize() answered in this process, the answer included (it is its own
+# normal form). A daemon normalizes its mountpoint before it mounts there; afterwards
+# realpath's lstat of that path would be a request to the daemon itself, from its own
+# thread (the committer publishing its health): killed while another of its threads
+# held that request, the daemon could never exit, and its mount would hang every
+# process that touched it. Symlinks are resolved once per process.
+_NORMAL: dict[str, Path] = {}
+_NORMAL_LOCK = threading.Lock()
+
+
 def normalize(path: str | os.PathLike[str]) -> Path:
     """The absolute, symlink-free form of ``path`` used as the record key.
 
     Works on a dead mount too: realpath tolerates the ENOTCONN its lstat gets.
     """
-    return Path(os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path)))))
+    given = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    with _NORMAL_LOCK:
+        known = _NORMAL.get(given)
+    if known is not None:
+        return known
+    found = Path(os.path.realpath(given))
+    with _NORMAL_LOCK:
+        _NORMAL[given] = _NORMAL[str(found)] = found
+    return found
 
 
 def _key(mountpoint: Path) -> str:
