@@ -553,6 +553,27 @@ def test_chmod_and_chown_of_a_stored_file_change_no_content(k: Kernel) -> None:
     assert (attrs["st_uid"], attrs["st_gid"]) == (1234, os.getgid())
 
 
+def test_chown_of_a_new_file_joins_its_commit_and_to_its_owner_changes_nothing(
+    k: Kernel,
+) -> None:
+    other = k.other()
+    other.write("a.md", b"a", author="someone")
+    seq = other.last_seq()
+    k.ops.write("/a.md", b"b", 1, 0, os.O_WRONLY)
+    k.ops.chown("/a.md", os.getuid(), os.getgid())  # tar -x as its user: the owner it has
+    assert other.last_seq() == seq  # no commit forced, no attribute change
+    k.ops.create("/new.md", FILE | 0o600, CREATE)
+    k.ops.write("/new.md", b"new", 0, 0, os.O_WRONLY)
+    k.ops.chown("/new.md", 1234, -1)
+    assert other.last_seq() == seq  # the owner waits for the content's commit
+    attrs = k.ops.getattr("/new.md")
+    assert (attrs["st_uid"], attrs["st_gid"]) == (1234, os.getgid())
+    k.ops.shutdown()
+    data, entry = other.read("new.md")
+    assert (data, entry.uid, entry.gid) == (b"new", 1234, None)
+    assert other.read("a.md")[0] == b"ab"
+
+
 def test_another_users_new_entries_are_theirs(k: Kernel) -> None:
     """With --allow-other the caller's ids come from the request's context."""
     other = k.other()
