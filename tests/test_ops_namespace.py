@@ -485,6 +485,22 @@ def test_another_users_new_file_renamed_keeps_every_owner_as_it_is(k: Kernel) ->
     assert (entry.uid, entry.gid) == (65534, 65534)
 
 
+def test_rsyncs_temporary_file_keeps_the_time_set_before_its_rename(k: Kernel) -> None:
+    """rsync -a writes .name.XXXXXX, sets its mtime, then renames it over the name: one
+    write, with that mtime."""
+    other = k.other()
+    other.write("notes.md", b"old\n", author="someone", mode=0o644)
+    seq = other.last_seq()
+    k.ops.getattr("/notes.md")  # the kernel looks the destination up before the rename
+    k.ops.create("/.notes.md.Ab12Cd", FILE | 0o644, CREATE)
+    k.ops.write("/.notes.md.Ab12Cd", b"new\n", 0, 0, os.O_WRONLY)
+    k.ops.utimens("/.notes.md.Ab12Cd", (0, 1_500_000_000_000_000_000))
+    k.ops.rename("/.notes.md.Ab12Cd", "/notes.md")
+    assert [(c.kind, c.path) for c in other.changes(seq)] == [("modify", "notes.md")]
+    data, entry = other.read("notes.md")
+    assert (data, entry.mtime_ns) == (b"new\n", 1_500_000_000_000_000_000)
+
+
 def test_rename_noreplace_refuses_an_existing_destination(k: Kernel) -> None:
     other = k.other()
     other.write("a.md", b"a", author="someone")

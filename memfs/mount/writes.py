@@ -453,6 +453,7 @@ class PendingWrites:
                         expected_rev=0 if noreplace else None,
                         mode=snap.mode,
                         replace=True,
+                        mtime_ns=snap.mtime_ns,  # rsync sets the temp file's time first
                     )
                     landing = Landing(entry, "written")
                 else:
@@ -467,6 +468,7 @@ class PendingWrites:
                         side=snap.program,
                         replace=True,
                         before_write=self._journal_landing(snap.ident),
+                        mtime_ns=snap.mtime_ns,
                     )
             except BaseException:
                 buf.unfreeze()
