@@ -353,16 +353,17 @@ class NamespaceOps:
             # Only the access time was to change, and it is not stored.
             self.getattr(path)
             return 0
+        p = rel(path)
         with self._mutex:
+            # A pending write (tar and rsync set the time right after writing the file):
+            # the time goes into its commit, one change, instead of a commit now and
+            # another. A file, so no directory's files to settle first.
+            with self._meta.changing((p,), names=self._meta.names_of((p,))):
+                if self.writes.set_mtime(p, mtime):
+                    return 0
             # A file created in this directory and not committed yet would touch the
             # directory's mtime when it commits, after the time set here: rsync -a sets
             # a directory's mtime right after writing its files. Commit them first.
-            self.writes.settle(rel(path))
-        p = rel(path)
-        # A pending write (tar and rsync set the time right after closing the file): the
-        # time goes into its commit, one change, instead of a commit now and another.
-        with self._mutex, self._meta.changing((p,), names=self._meta.names_of((p,))):
-            if self.writes.set_mtime(p, mtime):
-                return 0
+            self.writes.settle(p)
         self._set_attrs(path, mtime_ns=mtime)
         return 0
