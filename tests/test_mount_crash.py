@@ -195,3 +195,42 @@ def test_two_mounts_of_one_store_see_each_other(
     os.unlink(b.mountpoint / "moved.md")
     seen(a, "moved.md", None)
     assert max(latencies) < deadline
+
+
+ARCHIVED_NS = 1_500_000_000 * 10**9
+
+
+def test_untar_keeps_the_archives_mtimes_in_one_change_each_and_across_a_kill9(
+    mount_factory: Callable[..., MountHandle], tmp_path: Path
+) -> None:
+    """tar -x closes each file, then sets its mtime: the time joins the pending commit
+    (one change per file, no attribute change), and it was acknowledged, so a daemon
+    killed before the commit keeps it (the journal's TIMES record)."""
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    names = ["a.md", "b.md", "sub/c.md"]
+    for i, name in enumerate(names):
+        (source / name).write_bytes(f"file {i}\n".encode() * 100)
+    archive = tmp_path / "files.tar"
+    subprocess.run(
+        ["tar", "-cf", str(archive), "--mtime=@1500000000", "-C", str(source), *names],
+        check=True,
+    )
+    mount = mount_factory(options=MountOptions(commit_quiet_period=3600))
+    store = mount.store()
+    seq = store.last_seq()
+    subprocess.run(["tar", "-xf", str(archive), "-C", str(mount.mountpoint)], check=True)
+    for name in names:
+        assert (mount.mountpoint / name).stat().st_mtime_ns == ARCHIVED_NS, name
+    assert [c.path for c in store.changes(seq)] == ["sub"]  # nothing committed yet
+    mount.kill9()
+    mount.restart()
+    for name in names:
+        entry = store.stat(name)
+        assert (store.read(name)[0], entry.mtime_ns) == (
+            source.joinpath(name).read_bytes(),
+            ARCHIVED_NS,
+        )
+        assert (mount.mountpoint / name).stat().st_mtime_ns == ARCHIVED_NS, name
+    kinds = [(c.path, c.kind) for c in store.changes(seq)]
+    assert sorted(kinds) == sorted([("sub", "mkdir")] + [(n, "create") for n in names])

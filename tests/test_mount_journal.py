@@ -86,6 +86,30 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
     assert list((tmp_path / "journal").glob("*.journal")) == []
 
 
+def test_an_mtime_set_on_a_pending_file_survives_the_daemons_death(
+    store: Store, tmp_path: Path
+) -> None:
+    """tar sets each file's mtime right after closing it; the utimens was acknowledged,
+    so a daemon killed before the commit must not lose it (a later write forgets it)."""
+    die_with(
+        store.url,
+        tmp_path / "journal",
+        f"w.create('kept.md', 0o644, {ME!r}, None, None)\n"
+        f"w.write('kept.md', b'archived', 0, {ME!r})\n"
+        "assert w.set_mtime('kept.md', 1_500_000_000_123_456_789)\n"
+        f"w.create('moved.md', 0o644, {ME!r}, None, None)\n"
+        "assert w.set_mtime('moved.md', 1_500_000_000_000_000_000)\n"
+        f"w.write('moved.md', b'later', 0, {ME!r})\n",
+    )
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert sorted(w.recover()) == ["kept.md", "moved.md"]
+    data, entry = store.read("kept.md")
+    assert (data, entry.mtime_ns) == (b"archived", 1_500_000_000_123_456_789)
+    assert len(store.history("kept.md")) == 1
+    assert store.stat("moved.md").mtime_ns > 1_600_000_000_000_000_000
+    w.close()
+
+
 def test_replay_stops_at_a_torn_or_corrupt_record(tmp_path: Path) -> None:
     journal = jr.Journal(tmp_path)
     journal.opened(1, "f", ME.actor, 0, 0o600, jr.CREATED)

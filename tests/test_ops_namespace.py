@@ -485,6 +485,22 @@ def test_another_users_new_file_renamed_keeps_every_owner_as_it_is(k: Kernel) ->
     assert (entry.uid, entry.gid) == (65534, 65534)
 
 
+def test_rsyncs_temporary_file_keeps_the_time_set_before_its_rename(k: Kernel) -> None:
+    """rsync -a writes .name.XXXXXX, sets its mtime, then renames it over the name: one
+    write, with that mtime."""
+    other = k.other()
+    other.write("notes.md", b"old\n", author="someone", mode=0o644)
+    seq = other.last_seq()
+    k.ops.getattr("/notes.md")  # the kernel looks the destination up before the rename
+    k.ops.create("/.notes.md.Ab12Cd", FILE | 0o644, CREATE)
+    k.ops.write("/.notes.md.Ab12Cd", b"new\n", 0, 0, os.O_WRONLY)
+    k.ops.utimens("/.notes.md.Ab12Cd", (0, 1_500_000_000_000_000_000))
+    k.ops.rename("/.notes.md.Ab12Cd", "/notes.md")
+    assert [(c.kind, c.path) for c in other.changes(seq)] == [("modify", "notes.md")]
+    data, entry = other.read("notes.md")
+    assert (data, entry.mtime_ns) == (b"new\n", 1_500_000_000_000_000_000)
+
+
 def test_rename_noreplace_refuses_an_existing_destination(k: Kernel) -> None:
     other = k.other()
     other.write("a.md", b"a", author="someone")
@@ -551,6 +567,27 @@ def test_chmod_and_chown_of_a_stored_file_change_no_content(k: Kernel) -> None:
     assert other.read("a.md")[0] == b"ab"  # chown commits the pending write first
     attrs = k.ops.getattr("/a.md")
     assert (attrs["st_uid"], attrs["st_gid"]) == (1234, os.getgid())
+
+
+def test_chown_of_a_new_file_joins_its_commit_and_to_its_owner_changes_nothing(
+    k: Kernel,
+) -> None:
+    other = k.other()
+    other.write("a.md", b"a", author="someone")
+    seq = other.last_seq()
+    k.ops.write("/a.md", b"b", 1, 0, os.O_WRONLY)
+    k.ops.chown("/a.md", os.getuid(), os.getgid())  # tar -x as its user: the owner it has
+    assert other.last_seq() == seq  # no commit forced, no attribute change
+    k.ops.create("/new.md", FILE | 0o600, CREATE)
+    k.ops.write("/new.md", b"new", 0, 0, os.O_WRONLY)
+    k.ops.chown("/new.md", 1234, -1)
+    assert other.last_seq() == seq  # the owner waits for the content's commit
+    attrs = k.ops.getattr("/new.md")
+    assert (attrs["st_uid"], attrs["st_gid"]) == (1234, os.getgid())
+    k.ops.shutdown()
+    data, entry = other.read("new.md")
+    assert (data, entry.uid, entry.gid) == (b"new", 1234, None)
+    assert other.read("a.md")[0] == b"ab"
 
 
 def test_another_users_new_entries_are_theirs(k: Kernel) -> None:

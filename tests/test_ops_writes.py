@@ -109,6 +109,52 @@ def test_another_programs_write_commits_the_first_ones_save_first(
     assert authors(other, "log.md") == [actor("vim")] * 2 + [actor("cat")]
 
 
+def test_an_mtime_set_after_a_write_lands_with_it_as_one_change(
+    kernel: MakeKernel, programs: Program
+) -> None:
+    """tar -x: create, write, close, then utimens with the archive's time. One change
+    holds the content and the time; no commit is forced and no attribute change follows."""
+    k = kernel()
+    other = k.other()
+    k.pid = programs("tar")
+    other.write("old.md", b"v1\n", author="someone")
+    seq = other.last_seq()
+    fh = k.ops.create("/new.md", FILE | 0o644, CREATE)
+    k.ops.write("/new.md", b"from the archive\n", 0, fh, os.O_WRONLY)
+    k.ops.release("/new.md", fh)
+    k.ops.utimens("/new.md", (0, 1_500_000_000_123_456_789))
+    k.ops.truncate("/old.md", 0, None)
+    k.ops.write("/old.md", b"v2\n", 0, 0, os.O_WRONLY)
+    k.ops.utimens("/old.md", (0, 1_400_000_000_000_000_000))
+    assert other.last_seq() == seq  # nothing in the store yet
+    assert k.ops.getattr("/new.md")["st_mtime"] == 1_500_000_000_123_456_789
+    assert k.ops.getattr("/old.md")["st_mtime"] == 1_400_000_000_000_000_000
+    k.ops.fsync("/new.md", 0, 0)
+    k.ops.fsync("/old.md", 0, 0)
+    changes = other.changes(seq)
+    assert [(c.path, c.kind) for c in changes] == [("new.md", "create"), ("old.md", "modify")]
+    assert other.stat("new.md").mtime_ns == 1_500_000_000_123_456_789
+    assert other.read("old.md")[0] == b"v2\n"
+    assert other.stat("old.md").mtime_ns == 1_400_000_000_000_000_000
+    assert k.ops.getattr("/new.md")["st_mtime"] == 1_500_000_000_123_456_789
+
+
+def test_a_write_after_an_mtime_was_set_moves_it(kernel: MakeKernel, programs: Program) -> None:
+    k = kernel()
+    other = k.other()
+    k.pid = programs("vim")
+    fh = k.ops.create("/a.md", FILE | 0o644, CREATE)
+    k.ops.write("/a.md", b"one\n", 0, fh, os.O_WRONLY)
+    k.ops.utimens("/a.md", (0, 1_500_000_000_000_000_000))
+    k.ops.write("/a.md", b"two\n", 4, fh, os.O_WRONLY)
+    assert k.ops.getattr("/a.md")["st_mtime"] > 1_600_000_000_000_000_000
+    k.ops.fsync("/a.md", 0, fh)
+    data, entry = other.read("a.md")
+    assert data == b"one\ntwo\n"
+    assert entry.mtime_ns > 1_600_000_000_000_000_000
+    assert len(other.history("a.md")) == 1
+
+
 def test_threads_of_one_program_are_one_writer(kernel: MakeKernel) -> None:
     """libfuse reports the thread that wrote; the mount attributes it to its process."""
     k = kernel()

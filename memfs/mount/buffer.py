@@ -123,6 +123,8 @@ class Snapshot:
     uid: int | None
     gid: int | None
     gen: int
+    # An mtime set explicitly (utimens) after the last write: it lands with the content.
+    mtime_ns: int | None = None
 
     @property
     def program(self) -> str:
@@ -170,6 +172,7 @@ class Buffer:
         "mtime_ns",
         "path",
         "read_rev",
+        "set_mtime_ns",
         "uid",
         "whole",
         "writer",
@@ -215,6 +218,8 @@ class Buffer:
         self.read_rev = read_rev
         self.last_write = time.monotonic()
         self.mtime_ns = time.time_ns()
+        # An mtime set by utimens after the last write (None: the commit's own time).
+        self.set_mtime_ns: int | None = None
         self._state = State.DIRTY if dirty or created else State.CLEAN
         self._failure: BaseException | None = None
         self._retry_at = 0.0
@@ -294,6 +299,7 @@ class Buffer:
         self._gen += 1
         self.last_write = time.monotonic()
         self.mtime_ns = time.time_ns()
+        self.set_mtime_ns = None  # a write moves the mtime
 
     def write(self, offset: int, data: bytes) -> None:
         """``data`` at ``offset`` (a hole before it reads as zeros)."""
@@ -329,6 +335,26 @@ class Buffer:
         self._gen += 1
         self.mode = mode
 
+    def set_owner(self, uid: int | None, gid: int | None) -> None:
+        """The owner of a file created here (None: unchanged), going into its commit."""
+        self._expect("take an owner", State.DIRTY)
+        if not self.created:
+            raise IllegalTransition(
+                f"{self.path}: only a new file's owner joins its commit",
+                state=self._state.value,
+                move="take an owner",
+            )
+        self._gen += 1
+        self.uid = self.uid if uid is None else uid
+        self.gid = self.gid if gid is None else gid
+
+    def set_mtime(self, mtime_ns: int) -> None:
+        """The mtime a utimens gave the pending change, going into its commit (tar and
+        rsync set it right after closing the file: no second store change for it)."""
+        self._expect("take an mtime", State.DIRTY)
+        self._gen += 1
+        self.mtime_ns = self.set_mtime_ns = mtime_ns
+
     def hurry(self, quiet_period: float) -> None:
         """Make a DIRTY buffer due now (another writer changed its file)."""
         if self._state is State.DIRTY:
@@ -360,6 +386,7 @@ class Buffer:
             uid=self.uid,
             gid=self.gid,
             gen=self._gen,
+            mtime_ns=self.set_mtime_ns,
         )
 
     def landed(

@@ -20,7 +20,9 @@ the SHA-256 of the bytes about to be written; a replay whose last landing is alr
 the store's history was committed before the daemon could note it, and is not redone.
 A SHAPE record (written when a buffer's whole content is journaled again: compaction,
 recovery) keeps how the change relates to its base; without one it is derived from the
-writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place).
+writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place). A TIMES
+record keeps an mtime set after the last write (tar's utimens after close), which the
+commit lands with the content; a later WRITE or TRUNCATE forgets it.
 
 Each daemon writes its own file, ``<dir>/<pid>-<n>.journal``, and holds an exclusive
 ``flock`` on it while it runs. A journal nobody holds belongs to a daemon that is gone:
@@ -52,12 +54,13 @@ _HEAD = struct.Struct("<IIB")  # crc, length of type + payload, type
 _OPEN = struct.Struct("<QqIB")  # id, base_rev, mode, flags; then path and author
 _POS = struct.Struct("<QQ")  # id, offset or size
 _MODE = struct.Struct("<QI")
+_TIMES = struct.Struct("<Qq")  # id, mtime (ns) a utimens set after the last write
 _ID = struct.Struct("<Q")
 _TEXT = struct.Struct("<H")
 _SHAPE = struct.Struct("<QBQ")  # id, shape code, base_size
 _LANDING = struct.Struct("<Qq32s")  # id, expected revision, sha256; then the target path
 
-OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING = 1, 2, 3, 4, 5, 6, 7
+OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES = 1, 2, 3, 4, 5, 6, 7, 8
 _SHAPES = {Shape.APPEND: 0, Shape.WHOLE: 1, Shape.EDIT: 2}
 _CODES = {code: shape for shape, code in _SHAPES.items()}
 # OPEN flags. CREATED: the file did not exist in the store (commit must create it).
@@ -88,6 +91,8 @@ class Recovered:
     shape: Shape = Shape.WHOLE
     # The last commit attempt: (target path, expected revision, sha256 of its bytes).
     landing: tuple[str, int, bytes] | None = None
+    # An mtime set (utimens) after the last write: acknowledged, so it lands with it.
+    mtime_ns: int | None = None
 
 
 class Journal:
@@ -125,6 +130,9 @@ class Journal:
 
     def moded(self, ident: int, mode: int) -> None:
         self._append(MODE, _MODE.pack(ident, mode))
+
+    def timed(self, ident: int, mtime_ns: int) -> None:
+        self._append(TIMES, _TIMES.pack(ident, mtime_ns))
 
     def done(self, ident: int) -> None:
         self._append(DONE, _ID.pack(ident))
@@ -321,6 +329,7 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
                 buf.data.extend(b"\0" * (offset - len(buf.data)))
             buf.data[offset : offset + len(chunk)] = chunk
             low[ident] = min(low.get(ident, 0), offset)
+            buf.mtime_ns = None  # a write moves the mtime
         elif kind == TRUNCATE:
             (_, size) = _POS.unpack_from(body)
             if size < len(buf.data):
@@ -328,10 +337,13 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             else:
                 buf.data.extend(b"\0" * (size - len(buf.data)))
             low[ident] = min(low.get(ident, 0), size)
+            buf.mtime_ns = None
             if size == 0:
                 buf.whole = True
         elif kind == MODE:
             buf.mode = _MODE.unpack_from(body)[1]
+        elif kind == TIMES:
+            buf.mtime_ns = _TIMES.unpack_from(body)[1]
         elif kind == SHAPE:
             _, code, buf.base_size = _SHAPE.unpack_from(body)
             buf.shape = _CODES.get(code, Shape.WHOLE)

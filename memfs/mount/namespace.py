@@ -333,7 +333,16 @@ class NamespaceOps:
 
     @op
     def chown(self, path: str, uid: int, gid: int) -> int:
-        self._set_attrs(path, uid=None if uid < 0 else uid, gid=None if gid < 0 else gid)
+        new_uid, new_gid = (None if uid < 0 else uid), (None if gid < 0 else gid)
+        now = self.getattr(path)
+        if new_uid in (None, now["st_uid"]) and new_gid in (None, now["st_gid"]):
+            return 0  # tar and cp -p chown to the owner the file has: nothing to change
+        p = rel(path)
+        # Created here and not committed yet: the owner goes into its commit, as a mode.
+        with self._mutex, self._meta.changing((p,), names=self._meta.names_of((p,))):
+            if self.writes.chown(p, new_uid, new_gid):
+                return 0
+        self._set_attrs(path, uid=new_uid, gid=new_gid)
         return 0
 
     @op
@@ -344,10 +353,17 @@ class NamespaceOps:
             # Only the access time was to change, and it is not stored.
             self.getattr(path)
             return 0
+        p = rel(path)
         with self._mutex:
+            # A pending write (tar and rsync set the time right after writing the file):
+            # the time goes into its commit, one change, instead of a commit now and
+            # another. A file, so no directory's files to settle first.
+            with self._meta.changing((p,), names=self._meta.names_of((p,))):
+                if self.writes.set_mtime(p, mtime):
+                    return 0
             # A file created in this directory and not committed yet would touch the
             # directory's mtime when it commits, after the time set here: rsync -a sets
             # a directory's mtime right after writing its files. Commit them first.
-            self.writes.settle(rel(path))
+            self.writes.settle(p)
         self._set_attrs(path, mtime_ns=mtime)
         return 0

@@ -363,6 +363,31 @@ class PendingWrites:
             buf.set_mode(mode)
             return True
 
+    def chown(self, path: str, uid: int | None, gid: int | None) -> bool:
+        """Set the owner of a file not in the store yet; False if it is in the store. Not
+        journaled, as a new file's owner is not (a recovered file is the mounting
+        user's)."""
+        with self.lock:
+            self.check_usable()
+            buf = self.steady(path)
+            if buf is None or not buf.created or buf.state is not State.DIRTY:
+                return False
+            buf.set_owner(uid, gid)
+            return True
+
+    def set_mtime(self, path: str, mtime_ns: int) -> bool:
+        """Give the pending change of ``path`` the mtime ``mtime_ns``, which its commit
+        lands with; False if there is none to take it (nothing pending, or a landing in
+        flight whose snapshot has no mtime: the caller sets it in the store)."""
+        with self.lock:
+            self.check_usable()
+            buf = self.steady(path)
+            if buf is None or buf.state is not State.DIRTY:
+                return False
+            self._log().timed(buf.ident, mtime_ns)
+            buf.set_mtime(mtime_ns)
+            return True
+
     def drop(self, path: str) -> Buffer | None:
         """Forget the buffer of ``path`` (its file is being unlinked)."""
         with self.lock:
@@ -428,6 +453,7 @@ class PendingWrites:
                         expected_rev=0 if noreplace else None,
                         mode=snap.mode,
                         replace=True,
+                        mtime_ns=snap.mtime_ns,  # rsync sets the temp file's time first
                     )
                     landing = Landing(entry, "written")
                 else:
@@ -442,6 +468,7 @@ class PendingWrites:
                         side=snap.program,
                         replace=True,
                         before_write=self._journal_landing(snap.ident),
+                        mtime_ns=snap.mtime_ns,
                     )
             except BaseException:
                 buf.unfreeze()
@@ -504,6 +531,8 @@ class PendingWrites:
         journal.opened(buf.ident, buf.path, buf.author, buf.landing_base, buf.mode, flags)
         journal.shaped(buf.ident, buf.shape, buf.base_size)
         journal.wrote(buf.ident, 0, buf.data)
+        if buf.set_mtime_ns is not None:
+            journal.timed(buf.ident, buf.set_mtime_ns)
 
     def _writable(
         self, path: str, who: Writer, *, whole: bool, low: int, read_rev: ReadRev = None
@@ -688,6 +717,7 @@ class PendingWrites:
                 mode=snap.mode if snap.created else None,
                 side=snap.program,
                 before_write=self._journal_landing(snap.ident),
+                mtime_ns=snap.mtime_ns,
             )
             return landing.entry
 
@@ -905,6 +935,8 @@ class PendingWrites:
             low=0 if rec.shape is Shape.EDIT else -1,
             act=act,
         )
+        if rec.mtime_ns is not None:
+            buf.set_mtime(rec.mtime_ns)  # acknowledged before the daemon stopped
         self._journal_whole(self._log(), buf)
         self._add(buf)
         return True

@@ -129,6 +129,7 @@ def land(
     tries: int = MAX_TRIES,
     before_write: Callable[[str, int, bytes], None] | None = None,
     replace: bool = False,
+    mtime_ns: int | None = None,
 ) -> Landing:
     """Commit ``data`` at ``path`` as the change built on revision ``base_rev`` (0: the
     file did not exist), by the module's rules.
@@ -141,9 +142,10 @@ def land(
     ``before_write(target, expected_rev, content)`` is called before each write is
     tried (a journal notes it, so a replay can tell a landed change from one that did
     not). ``replace``: the change is a file renamed over ``path`` (the store's
-    ``write(replace=True)``). The store's refusals (TooLarge, CapExceeded,
-    NotADirectory, StoreUnavailable, ...) propagate and nothing is written; Conflict
-    never does.
+    ``write(replace=True)``). ``mtime_ns``: the mtime the change lands with (one set
+    explicitly after the write; None: the time of the write). The store's refusals
+    (TooLarge, CapExceeded, NotADirectory, StoreUnavailable, ...) propagate and nothing
+    is written; Conflict never does.
     """
     note = before_write or (lambda target, expected, content: None)
     expected = base_rev
@@ -162,6 +164,7 @@ def land(
                 mode=mode,
                 parents=True,
                 replace=replace,
+                mtime_ns=mtime_ns,
             )
         except (Conflict, AlreadyExists, NotFound) as e:
             if isinstance(e, NotFound) and e.path != path:
