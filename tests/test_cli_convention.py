@@ -125,7 +125,7 @@ def test_copy_makes_up_no_operation(tmp_path: Path) -> None:
     dst = f"sqlite://{tmp_path / 'copy.db'}"
     copied = memfs("copy", src, dst)
     assert copied.returncode == 0, copied.stderr
-    assert copied.stdout.startswith("Copied 40 changes, 20 files (")
+    assert copied.stdout.startswith("Copied 20 changes, 20 files (")
 
     def summaries(url: str) -> list[tuple[str, str]]:
         ops = memfs("log", "--json", "--store", url).stdout.splitlines()
