@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memfs.store import open_store
+from tests.fixtures.waiting import wait_for
 from tests.fixtures.webdav import MEMFS, DavProcess
 
 RCLONE = shutil.which("rclone")
@@ -141,3 +142,101 @@ def test_davfs2_edits_land_as_operations(
     assert log.returncode == 0 and "webdav:" in log.stdout, log.stdout + log.stderr
     if readdir:
         pytest.xfail(f"davfs2 on this kernel: {readdir}; the tree workflows were not run")
+
+
+@pytest.fixture
+def rclone_mount(tmp_path: Path) -> Iterator[Callable[[DavProcess], Path]]:
+    """The server mounted by rclone's FUSE client, the Linux WebDAV mount that lists
+    directories on this kernel (davfs2 does not: see above); unmounted in the end."""
+    started: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def mount(dav: DavProcess) -> Path:
+        if RCLONE is None:
+            pytest.fail("rclone is missing: make system-deps installs Debian's rclone")
+        point = tmp_path / "rclone-mnt"
+        point.mkdir()
+        # Writes go to the server when the file is closed (write-back 0 s), and what
+        # the server changed is listed again after a second.
+        proc = subprocess.Popen(
+            [RCLONE, "mount", ":webdav:", str(point), "--webdav-url", dav.url + "/",
+             "--vfs-cache-mode", "writes", "--vfs-write-back", "0s", "--dir-cache-time",
+             "1s", "--cache-dir", str(tmp_path / "rclone-cache"), "--config", "/dev/null"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        started.append((proc, point))
+        wait_for(lambda: os.path.ismount(point), 30, what="rclone mount")
+        return point
+
+    yield mount
+    for proc, point in started:
+        subprocess.run(["fusermount3", "-u", str(point)], capture_output=True, check=False)
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        subprocess.run(["fusermount3", "-uz", str(point)], capture_output=True, check=False)
+
+
+def test_tree_workflows_through_a_mounted_client_land_as_operations(
+    webdav_server: Server, rclone_mount: Callable[[DavProcess], Path], tmp_path: Path
+) -> None:
+    # Not sed -i nor git: rclone 1.60 uploads a file renamed while its upload is queued
+    # under its old name and sends no MOVE (sed's temporary file stays as it is), and
+    # keeps a renamed-away lock file in its cache (git's next O_EXCL create of
+    # index.lock fails with EEXIST). davfs2 covers sed -i above.
+    store_url = str(tmp_path / "memory.db")
+    dav = webdav_server(store_url)
+    point = rclone_mount(dav)
+    source = tmp_path / "source"
+    _tree(source)
+
+    def run(*argv: str, cwd: Path = point) -> None:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{argv}: {done.stderr}"
+
+    run("cp", "-r", str(source), "tree")
+    run("mv", "tree/dir0", "tree/moved")
+    with open_store(store_url) as store:
+        # rclone uploads a closed file in the background and then takes the server's
+        # times: tar must read settled files ("file changed as we read it" otherwise).
+        wait_for(
+            lambda: {"tree/bin.dat", "tree/moved/note0.md"} <= {e.path for e in store.walk("")},
+            60,
+            what="the copy's uploads",
+        )
+    # rclone may still move a file's time under tar when it takes the server's: tar's
+    # warning and exit 1 for that alone; the bytes are compared after the extraction.
+    packed = subprocess.run(
+        ["tar", "-cf", str(tmp_path / "out.tar"), "tree"],
+        cwd=point,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert packed.returncode == 0 or all(
+        "file changed as we read it" in line for line in packed.stderr.splitlines()
+    ), packed.stderr
+    run("mkdir", "untarred")
+    run("tar", "-xf", str(tmp_path / "out.tar"), "-C", "untarred")
+    run("rm", "-rf", "tree/dir2")
+    with open_store(store_url) as store:
+
+        def landed() -> bool:
+            # rclone uploads a closed file in the background: wait for the last one.
+            return "untarred/tree/bin.dat" in {e.path for e in store.walk("")}
+
+        wait_for(landed, 60, what="the client's uploads")
+        assert store.read("tree/moved/note0.md")[0] == b"note 0\n"
+        assert store.read("untarred/tree/bin.dat")[0] == bytes(range(256)) * 64
+        names = {e.path for e in store.walk("")}
+        assert "tree/dir0/note0.md" not in names and not any(
+            n.startswith("tree/dir2") for n in names
+        )
+    log = subprocess.run(
+        [MEMFS, "log", "--store", store_url], capture_output=True, text=True, timeout=60
+    )
+    assert log.returncode == 0, log.stderr
+    assert "webdav:" in log.stdout and "(DELETE /tree/dir2" in log.stdout, log.stdout
