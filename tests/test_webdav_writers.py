@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import base64
 import http.client
-import random
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,7 +72,6 @@ def _dav_writer(dav: DavProcess, writer: Writer, count: int, *, if_match: bool) 
         else:
             writer.errors.append("PUT kept meeting newer revisions")
             return
-        time.sleep(random.random() * 0.005)  # a pause between saves, as people make
 
 
 @pytest.mark.xfail(
