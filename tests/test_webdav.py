@@ -18,6 +18,8 @@ import pytest
 from memfs import paths
 from memfs.store import open_store
 from memfs.store.base import Store
+from memfs.store.ranges import SMALL_CONTENT
+from memfs.webdav.provider import ACTOR_KEY, StoreProvider
 from tests import http_raw
 from tests.fixtures.webdav import MEMFS, DavProcess
 from tests.hostile_paths import HOSTILE_STRINGS
@@ -122,6 +124,30 @@ def test_save_without_precondition_merges_with_what_changed_since_the_read(
     store.write("list.md", b"a\nb\nc\nfrom bob\n", author="bob (vim)")
     assert call(dav, "PUT", "/list.md", b"from dav\na\nb\nc\n")[0] == 204
     assert store.read("list.md")[0] == b"from dav\na\nb\nc\nfrom bob\n"
+
+
+@pytest.mark.parametrize("size", [100, SMALL_CONTENT + 1])
+def test_a_get_serves_the_revision_it_looked_up_and_a_save_merges_against_it(
+    store: Store, size: int
+) -> None:
+    """A write landing between a GET's lookup (its Content-Length and ETag) and its body
+    must not change the body: a newer, longer body cut at the older length would lose
+    its tail in the client's next save (issue #29: the mount's appends vanished so)."""
+    first = b"x" * (size - 6) + b"first\n"
+    store.write("log.md", first, author="someone")
+    provider = StoreProvider(store)
+    environ = {ACTOR_KEY: "webdav:bob", "wsgidav.provider": provider}
+    res = provider.get_resource_inst("/log.md", environ)
+    store.write("log.md", first + b"second\n", author="someone")  # after the lookup
+    assert res.get_content_length() == len(first)
+    assert res.get_content().read() == first
+    # The client saves what it received, a line put first; no precondition: merged
+    # against what it read, so "second" stays.
+    put = provider.get_resource_inst("/log.md", environ)
+    body = put.begin_write()
+    body.write(b"top\n" + first)
+    put.end_write(with_errors=False)
+    assert store.read("log.md")[0] == b"top\n" + first + b"second\n"
 
 
 def test_each_changing_request_is_one_operation_undone_whole(

@@ -16,8 +16,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.fixtures.mount import MountHandle, wait_for
 from tests.fixtures.webdav import DavProcess
 from tests.test_many_writers import Writer, _check_log, _collect_shell, _shell
@@ -74,14 +72,6 @@ def _dav_writer(dav: DavProcess, writer: Writer, count: int, *, if_match: bool) 
             return
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open bug (issue #29): about one run in two loses one acknowledged If-Match save"
-        " of the cas writer, with no conflict copy; it happens before the write path's"
-        " state machine too (3e9f8b1), so it is in the store's or the door's landing"
-    ),
-)
 def test_a_webdav_client_and_a_fuse_mount_lose_nothing(
     mount_factory: Callable[..., MountHandle],
     webdav_server: Callable[..., DavProcess],

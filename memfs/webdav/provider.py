@@ -37,6 +37,7 @@ from wsgidav.dav_error import (
     HTTP_NOT_FOUND,
     HTTP_PRECONDITION_FAILED,
     HTTP_REQUEST_ENTITY_TOO_LARGE,
+    HTTP_SERVICE_UNAVAILABLE,
     DAVError,
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
@@ -321,20 +322,26 @@ class StoreFile(DAVNonCollection):  # type: ignore[misc]
         return True
 
     def get_content(self) -> io.RawIOBase | io.BytesIO:
-        # A large file is served by range from the revision this request looked up (a
-        # GET of its tail fetches only the tail); a small one is read whole.
+        # The body is the revision this request looked up, never a newer one: its
+        # Content-Length and ETag are already sent, and a newer, longer body cut at the
+        # older length would lose its tail in the client's next save (merged against the
+        # newer revision, as if the client had seen what it never received). A large
+        # file is served by range (a GET of its tail fetches only the tail).
+        rev = self.entry.rev
         try:
-            if self.entry.size > SMALL_CONTENT and self.entry.rev:
-                reader = self.store.open_revision(self.where, self.entry.rev)
-                self.provider.saw(_client(self.environ), self.where, self.entry.rev)
-                return ReaderFile(reader)
-            data, entry = self.store.read(self.where)
+            if self.entry.size > SMALL_CONTENT:
+                content: io.RawIOBase | io.BytesIO = ReaderFile(
+                    self.store.open_revision(self.where, rev)
+                )
+            else:
+                content = io.BytesIO(self.store.read_revision(self.where, rev))
         except NotFound:
-            raise DAVError(HTTP_NOT_FOUND) from None
+            # Gone since the lookup (50 newer revisions, or a redaction): ask again.
+            raise DAVError(HTTP_SERVICE_UNAVAILABLE, "the file changed; read it again") from None
         except MemfsError as exc:
             raise dav_error(exc) from None
-        self.provider.saw(_client(self.environ), self.where, entry.rev)
-        return io.BytesIO(data)
+        self.provider.saw(_client(self.environ), self.where, rev)
+        return content
 
     def begin_write(self, *, content_type: str | None = None) -> _Body:
         self._body = _Body(self.store.max_file_bytes)
