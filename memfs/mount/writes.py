@@ -444,8 +444,8 @@ class PendingWrites:
                 if noreplace or read_rev is None:
                     # A daemon killed after the write and before the buffer is done must
                     # not replay the buffer at src: the landing names where it went.
-                    sha = hashlib.sha256(snap.data).digest()
-                    self._log().landing(snap.ident, dst, dst_rev, sha)
+                    sha = hashlib.sha256(snap.data).hexdigest()
+                    self._log().landing(snap.ident, dst, dst_rev, bytes.fromhex(sha))
                     entry = self.store.write(
                         dst,
                         snap.data,
@@ -454,6 +454,7 @@ class PendingWrites:
                         mode=snap.mode,
                         replace=True,
                         mtime_ns=snap.mtime_ns,  # rsync sets the temp file's time first
+                        sha256=sha,
                     )
                     landing = Landing(entry, "written")
                 else:
@@ -514,14 +515,14 @@ class PendingWrites:
             self._journal = jr.Journal(self._journal_dir)
         return self._journal
 
-    def _journal_landing(self, ident: int) -> Callable[[str, int, bytes], None]:
+    def _journal_landing(self, ident: int) -> Callable[[str, int, str], None]:
         """``land``'s ``before_write`` for journal buffer ``ident``: runs outside the lock
         with the landing, so it takes the lock (not across the store's answer)."""
 
-        def note(target: str, expected: int, content: bytes) -> None:
-            sha = hashlib.sha256(content).digest()
+        def note(target: str, expected: int, sha256: str) -> None:
+            digest = bytes.fromhex(sha256)
             with self.lock:
-                self._log().landing(ident, target, expected, sha)
+                self._log().landing(ident, target, expected, digest)
 
         return note
 

@@ -383,6 +383,7 @@ class Store(abc.ABC):
         parents: bool = False,
         replace: bool = False,
         mtime_ns: int | None = None,
+        sha256: str | None = None,
     ) -> Entry:
         """Replace (or create) file ``path`` with ``data`` as one new revision.
 
@@ -393,6 +394,11 @@ class Store(abc.ABC):
         content takes the file's place as a new file renamed over it would, so the
         directory's times move as they do when a file is made (a save through a
         temporary file that never reached the store: memfs.mount.namespace).
+
+        ``sha256``: the hex SHA-256 of ``data`` when the caller has just computed it
+        (:func:`memfs.store.rebase.land` hashes each attempt once for its journal note
+        and the write; a large file's hash is a real part of its write); None: hashed
+        here. It is the hash reads check the content against, so it must be ``data``'s.
 
         ``data`` may be a ``bytearray`` (a door's buffer): it is stored without a copy
         of it, so the caller must not change it until the call returns. A backend

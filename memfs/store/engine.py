@@ -914,8 +914,9 @@ class SqlStore(Store):
         parents: bool = False,
         replace: bool = False,
         mtime_ns: int | None = None,
+        sha256: str | None = None,
     ) -> Entry:
-        item = self._writing(path, data, mode, mtime_ns)
+        item = self._writing(path, data, mode, mtime_ns, sha256)
         now = self._now()
 
         def write(tx: Tx) -> Entry:
@@ -940,7 +941,12 @@ class SqlStore(Store):
             ]
 
     def _writing(
-        self, path: str, data: bytes | bytearray, mode: int | None, mtime_ns: int | None
+        self,
+        path: str,
+        data: bytes | bytearray,
+        mode: int | None,
+        mtime_ns: int | None,
+        sha256: str | None = None,
     ) -> _Writing:
         """A write's arguments, judged before any transaction: its path, its size
         against the cap, its hash."""
@@ -948,7 +954,8 @@ class SqlStore(Store):
         if not isinstance(data, (bytes, bytearray)):
             data = bytes(data)  # a bytearray is taken as it is: no copy of a large file
         rules.check_size(rel, len(data), self.limits.max_file_bytes)
-        return _Writing(rel, data, rules.sha256_of(data), mode, mtime_ns)
+        sha = rules.sha256_of(data) if sha256 is None else sha256
+        return _Writing(rel, data, sha, mode, mtime_ns)
 
     def _write_in(
         self,

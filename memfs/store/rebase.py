@@ -49,6 +49,7 @@ from memfs.errors import AlreadyExists, Conflict, NotFound
 from memfs.store.base import Entry, Store
 from memfs.store.merge import is_text
 from memfs.store.merge import merge3 as merge3  # re-exported: the one merge of contents
+from memfs.store.rules import sha256_of
 
 # Each failed compare-and-set means another writer committed: progress for them. Past
 # this many in a row the change is kept as a conflict copy rather than retried forever.
@@ -127,7 +128,7 @@ def land(
     mode: int | None = None,
     side: str = "",
     tries: int = MAX_TRIES,
-    before_write: Callable[[str, int, bytes], None] | None = None,
+    before_write: Callable[[str, int, str], None] | None = None,
     replace: bool = False,
     mtime_ns: int | None = None,
 ) -> Landing:
@@ -139,22 +140,24 @@ def land(
     history (a base no longer retained makes a conflicting edit a copy, and a whole
     save the last writer). ``mode``:
     the file's mode if it is created. ``side`` names the writer in a conflict copy's name.
-    ``before_write(target, expected_rev, content)`` is called before each write is
-    tried (a journal notes it, so a replay can tell a landed change from one that did
-    not). ``replace``: the change is a file renamed over ``path`` (the store's
+    ``before_write(target, expected_rev, sha256)`` is called before each write is
+    tried with the hex SHA-256 of what is written (a journal notes it, so a replay can
+    tell a landed change from one that did not); the write reuses that hash.
+    ``replace``: the change is a file renamed over ``path`` (the store's
     ``write(replace=True)``). ``mtime_ns``: the mtime the change lands with (one set
     explicitly after the write; None: the time of the write). The store's refusals
     (TooLarge, CapExceeded, NotADirectory, StoreUnavailable, ...) propagate and nothing
     is written; Conflict never does.
     """
-    note = before_write or (lambda target, expected, content: None)
+    note = before_write or (lambda target, expected, sha: None)
     expected = base_rev
     outcome: Outcome = "written"
     over: int | None = None
     content = data
     replaced = b""  # what a displacing save replaces (compare-and-set: exactly this)
     for _ in range(tries):
-        note(path, expected, content)
+        sha = sha256_of(content)
+        note(path, expected, sha)
         try:
             entry = store.write(
                 path,
@@ -165,6 +168,7 @@ def land(
                 parents=True,
                 replace=replace,
                 mtime_ns=mtime_ns,
+                sha256=sha,
             )
         except (Conflict, AlreadyExists, NotFound) as e:
             if isinstance(e, NotFound) and e.path != path:
@@ -302,7 +306,7 @@ def _keep_copy(
     author: str,
     mode: int | None,
     side: str,
-    note: Callable[[str, int, bytes], None],
+    note: Callable[[str, int, str], None],
 ) -> Landing:
     """Write ``data`` to a new conflict copy beside ``path``; theirs stays current."""
     copy = _write_copy(store, path, data, side or author.split(" ", 1)[0], mode, author, note)
@@ -316,7 +320,7 @@ def _write_copy(
     side: str,
     mode: int | None,
     author: str,
-    note: Callable[[str, int, bytes], None],
+    note: Callable[[str, int, str], None],
 ) -> str:
     """Write ``data`` as a new conflict copy beside ``path`` named after ``side``; its
     path. It never replaces anything (a name taken meanwhile draws the next)."""
@@ -328,9 +332,12 @@ def _write_copy(
             taken.update(e.name for e in store.listdir(parent))
         copy_name = conflict_name(name, when, side, taken)
         copy = f"{parent}/{copy_name}" if parent else copy_name
-        note(copy, 0, data)
+        sha = sha256_of(data)
+        note(copy, 0, sha)
         try:
-            store.write(copy, data, author=author, expected_rev=0, mode=mode, parents=True)
+            store.write(
+                copy, data, author=author, expected_rev=0, mode=mode, parents=True, sha256=sha
+            )
         except AlreadyExists:
             taken.add(copy_name)  # made by someone else in between: draw the next name
             continue

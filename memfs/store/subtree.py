@@ -192,6 +192,7 @@ class SubtreeStore(Store):
         parents: bool = False,
         replace: bool = False,
         mtime_ns: int | None = None,
+        sha256: str | None = None,
     ) -> Entry:
         entry = self.base.write(
             self.full(path),
@@ -202,6 +203,7 @@ class SubtreeStore(Store):
             parents=parents,
             replace=replace,
             mtime_ns=mtime_ns,
+            sha256=sha256,
         )
         return self._entry(entry)
 

@@ -9,6 +9,7 @@ from memfs.history.author import act_for, author_for
 from memfs.paths import name_problem
 from memfs.store.base import Act, Store
 from memfs.store.rebase import Shape, land
+from memfs.store.rules import sha256_of
 from tests.store_contract.common import A, MakeStore, tree
 
 
@@ -204,9 +205,13 @@ class RebaseContract:
     def test_each_attempt_is_announced_before_it_is_written(self, store: Store) -> None:
         base = store.write("f.md", b"one\n", author=A)
         moved = store.write("f.md", b"one\nA\n", author="a")
-        seen: list[tuple[str, int, bytes]] = []
+        seen: list[tuple[str, int, str]] = []
         land(
             store, "f.md", b"one\nB\n", base_rev=base.rev, shape=Shape.APPEND, base_size=4,
             author="b", before_write=lambda t, e, c: seen.append((t, e, c)),
         )  # fmt: skip
-        assert seen == [("f.md", base.rev, b"one\nB\n"), ("f.md", moved.rev, b"one\nA\nB\n")]
+        assert seen == [
+            ("f.md", base.rev, sha256_of(b"one\nB\n")),
+            ("f.md", moved.rev, sha256_of(b"one\nA\nB\n")),
+        ]
+        assert store.history("f.md", limit=1)[0].sha256 == sha256_of(b"one\nA\nB\n")
