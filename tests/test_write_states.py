@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memfs.errors import Conflict, IllegalTransition, MemfsError, NotFound, StoreUnavailable
-from memfs.mount.buffer import Buffer, State, Tally
+from memfs.mount.buffer import LEND_AT, Buffer, State, Tally
 from memfs.mount.bursts import Writer
 from memfs.mount.writes import PendingWrites
 from memfs.store import open_store
@@ -185,6 +185,28 @@ def test_landing_needs_a_landing_in_flight_and_a_change_below_it_waits() -> None
         b.unfreeze()  # changed meanwhile: only the landing settles it
     assert not b.landed(snap, entry(9), ident=2)  # changes since: still pending
     assert (b.state, b.base_rev, b.base_size, bytes(b.data)) == (State.DIRTY, 9, 4, b"basemore")
+
+
+@pytest.mark.parametrize("rebased", [False, True])
+def test_a_large_snapshot_shares_its_bytes_until_the_buffer_changes(rebased: bool) -> None:
+    """A snapshot of LEND_AT bytes or more is the buffer's own bytearray (no copy of a
+    large save on its way to the store); a write while it lands copies first, so the
+    landing's bytes never change under it."""
+    big = b"x" * LEND_AT
+    b = Buffer(Tally(), ident=1, path="f", data=big, author="x", base_rev=3, mode=0,
+               created=False, base_size=len(big))  # fmt: skip
+    b.write(len(big), b"a")
+    snap = b.begin_commit()
+    assert snap.data is b.data  # shared, not copied
+    b.write(len(big) + 1, b"b")  # past the snapshot, while it lands
+    assert bytes(snap.data) == big + b"a"  # the landing's bytes as they were frozen
+    assert snap.data is not b.data and bytes(b.data) == big + b"ab"
+    landed = b"z" + big + b"a" if rebased else None  # another writer's line came first
+    assert not b.landed(snap, entry(4), ident=2, content=landed)
+    assert bytes(b.data) == (b"z" + big + b"ab" if rebased else big + b"ab")
+    assert bytes(snap.data) == big + b"a"
+    small = dirty()
+    assert isinstance(small.begin_commit().data, bytes)  # small ones: immutable copies
 
 
 def test_the_tally_is_the_sum_over_the_buffers() -> None:

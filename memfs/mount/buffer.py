@@ -72,6 +72,12 @@ class State(enum.Enum):
 
 LIVE = (State.CLEAN, State.DIRTY, State.COMMITTING, State.FAILED)
 
+# A snapshot of a buffer this large shares its bytes instead of copying them: the
+# buffer copies them only if a write arrives before the landing ends (rare), so a large
+# save is not copied once more on its way to the store. Smaller ones are copied into
+# immutable bytes, which cost little and can go anywhere (the read cache keeps them).
+LEND_AT = 1 << 20
+
 
 class Tally:
     """What the live buffers hold, for the caps: ``bytes`` (holes included),
@@ -110,7 +116,9 @@ class Snapshot:
 
     ident: int
     path: str
-    data: bytes
+    # The buffer's own bytearray for a large buffer (LEND_AT): nobody may change it, the
+    # buffer included (it copies before its next change).
+    data: bytes | bytearray
     author: str
     act: Act
     writer: Writer | None
@@ -153,6 +161,7 @@ class Buffer:
     __slots__ = (
         "_failure",
         "_gen",
+        "_lent",
         "_retry_at",
         "_snap_gen",
         "_snap_len",
@@ -226,6 +235,7 @@ class Buffer:
         self._gen = 0
         self._snap_len = 0
         self._snap_gen = 0
+        self._lent = False  # self.data is a snapshot's too: copy it before changing it
         self._tally = tally
         tally.bytes += len(self.data)
         tally.base_bytes += base_size
@@ -305,6 +315,7 @@ class Buffer:
         """``data`` at ``offset`` (a hole before it reads as zeros)."""
         self._expect("take a write", State.CLEAN, State.DIRTY, State.COMMITTING)
         self._changed(offset)
+        self._own()
         old = len(self.data)  # before a hole is filled in: it counts too
         if offset > old:
             self.data.extend(b"\0" * (offset - old))
@@ -315,6 +326,7 @@ class Buffer:
         """Cut or extend to ``size``; to nothing, the change becomes a whole save."""
         self._expect("be truncated", State.CLEAN, State.DIRTY, State.COMMITTING)
         self._changed(size)
+        self._own()
         old = len(self.data)
         if size < old:
             del self.data[size:]
@@ -370,10 +382,11 @@ class Buffer:
         self._state = State.COMMITTING
         self._snap_len = len(self.data)
         self._snap_gen = self._gen
+        self._lent = len(self.data) >= LEND_AT
         return Snapshot(
             ident=self.ident,
             path=self.path,
-            data=bytes(self.data),
+            data=self.data if self._lent else bytes(self.data),
             author=self.author,
             act=self.act,
             writer=self.writer,
@@ -403,6 +416,7 @@ class Buffer:
             return True
         base_size = len(snap.data)
         if content is not None:
+            self._own()
             tail = self.data[base_size:]
             before = len(self.data)
             self.data[:] = content
@@ -422,6 +436,12 @@ class Buffer:
         self._failure = None
         self._state = State.DIRTY
         return False
+
+    def _own(self) -> None:
+        """Make ``self.data`` this buffer's alone before it changes (see LEND_AT)."""
+        if self._lent:
+            self.data = bytearray(self.data)
+            self._lent = False
 
     def unfreeze(self) -> None:
         """COMMITTING -> DIRTY: the landing was refused before anything was written and

@@ -677,6 +677,6 @@ class MemfsOperations(NamespaceOps):
         if snap.writer is not None and seen:
             self._reads.read(snap.writer, snap.path, entry.rev)
 
-    def _saved(self, path: str, entry: Entry, data: bytes) -> None:
+    def _saved(self, path: str, entry: Entry, data: bytes | bytearray) -> None:
         """A commit stored ``data`` as it was written: later reads need not fetch it."""
         self._cache.put(path, entry.rev, data)

@@ -107,9 +107,10 @@ class ReadCache:
             self._items.move_to_end(path)
             return item[1]
 
-    def put(self, path: str, rev: int, data: bytes) -> None:
+    def put(self, path: str, rev: int, data: bytes | bytearray) -> None:
         if len(data) > self._max_bytes // 4:
             return
+        data = bytes(data)  # a commit's bytes may be a buffer's (memfs.mount.buffer)
         with self._lock:
             self._pop(path)
             self._items[path] = (rev, data)

@@ -31,7 +31,7 @@ class Saved:
     journals: int = 0  # stopped daemons' journals replayed and deleted
 
 
-def keep_copy(directory: Path | None, path: str, data: bytes) -> Path | None:
+def keep_copy(directory: Path | None, path: str, data: bytes | bytearray) -> Path | None:
     """A person-readable copy of a file the store refused, under ``directory``."""
     if directory is None:
         return None

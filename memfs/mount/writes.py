@@ -181,7 +181,7 @@ class PendingWrites:
         on_health: Callable[[Health], None] | None = None,
         on_stale: Callable[[str], None] | None = None,
         act_for: Callable[[Writer], Act] | None = None,
-        on_saved: Callable[[str, Entry, bytes], None] | None = None,
+        on_saved: Callable[[str, Entry, bytes | bytearray], None] | None = None,
         on_committed: Callable[[Snapshot, Entry, bool], None] | None = None,
     ) -> None:
         self.store = store

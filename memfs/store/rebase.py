@@ -118,7 +118,7 @@ def conflict_name(name: str, when: datetime, side: str, taken: Collection[str] =
 def land(
     store: Store,
     path: str,
-    data: bytes,
+    data: bytes | bytearray,
     *,
     base_rev: int,
     shape: Shape,
@@ -193,10 +193,11 @@ def land(
             if _protected_since(store, path, base_rev):
                 return _keep_copy(store, path, data, now, author, mode, side, note)
             known = _base_of(store, path, base_rev, base)
-            if known is None or not is_text(known, data, theirs):
+            ours = bytes(data)  # (a mount's large buffer comes as its bytearray)
+            if known is None or not is_text(known, ours, theirs):
                 content, outcome = data, "replaced"
             else:
-                merged = merge3(known, data, theirs)
+                merged = merge3(known, ours, theirs)
                 if merged is None:  # ours lands; what it replaces is kept as a copy
                     content, outcome, replaced = data, "displaced", theirs
                 elif merged == theirs:  # nothing of ours is missing from theirs
@@ -204,7 +205,7 @@ def land(
                 else:
                     content, outcome = merged, "merged"
         else:
-            merged = _merge_edit(store, path, base_rev, base, data, theirs)
+            merged = _merge_edit(store, path, base_rev, base, bytes(data), theirs)
             if merged is None:
                 return _keep_copy(store, path, data, now, author, mode, side, note)
             content, outcome = merged, "rebased"
@@ -301,7 +302,7 @@ def _author_of(store: Store, path: str, rev: int) -> str:
 def _keep_copy(
     store: Store,
     path: str,
-    data: bytes,
+    data: bytes | bytearray,
     theirs: Entry,
     author: str,
     mode: int | None,
@@ -316,7 +317,7 @@ def _keep_copy(
 def _write_copy(
     store: Store,
     path: str,
-    data: bytes,
+    data: bytes | bytearray,
     side: str,
     mode: int | None,
     author: str,
