@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
@@ -332,6 +333,57 @@ def test_a_locked_store_at_open_is_busy_not_corrupt(tmp_path: Path) -> None:
         holder.close()
     with open_store(str(path)) as store:
         assert store.stat("").is_dir
+
+
+def test_a_write_waits_for_another_process_lock_at_its_own_pace_then_lands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BEGIN IMMEDIATE meets a lock held elsewhere: memfs tries again after a short
+    pause (not SQLite's 1, 2, 5, 10 ms ones), and the write lands once the lock is free."""
+    path = tmp_path / "m.db"
+    with open_store(str(path), busy_timeout=30) as store:
+        assert isinstance(store, SqliteStore)
+        store.write("a.md", b"one\n", author=A)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        pauses: list[float] = []
+
+        def pause(seconds: float) -> None:
+            pauses.append(seconds)
+            if len(pauses) == 3:
+                holder.execute("ROLLBACK")  # the other process commits meanwhile
+
+        monkeypatch.setattr(time, "sleep", pause)
+        try:
+            store.write("a.md", b"two\n", author=A)
+        finally:
+            holder.close()
+        assert store.read("a.md")[0] == b"two\n"
+        assert pauses[:3] == [50e-6, 100e-6, 200e-6]
+        # The connection's own wait is back for every other statement.
+        busy = store._files.connection().execute("PRAGMA busy_timeout").fetchone()
+        assert busy == (30000,)
+
+
+def test_a_write_that_never_gets_the_lock_is_busy_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    with open_store(str(path), busy_timeout=0.2) as store:
+        store.write("a.md", b"one\n", author=A)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        clock = [0.0]
+        monkeypatch.setattr(time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+        monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+        try:
+            with pytest.raises(StoreUnavailable, match="busy"):
+                store.write("a.md", b"two\n", author=A)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert clock[0] >= 0.2  # it waited the whole busy_timeout, in paced tries
+        assert store.read("a.md")[0] == b"one\n"
 
 
 def test_pending_migrations_run_in_order_in_one_transaction(
