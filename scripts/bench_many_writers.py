@@ -159,7 +159,10 @@ def one_run(
             if want <= set(lines) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        lost = len(want - set(lines))
+        gone = sorted(want - set(lines))
+        lost = len(gone)
+        if gone:
+            print(f"  {name}: acknowledged, not in the store: {' '.join(gone[:10])}", flush=True)
         dup = len(lines) - len(set(lines))
         ordered = all([x for x in lines if x.rsplit("-", 1)[0] == t] == v for t, v in acked.items())
         copies = sum(1 for e in store.walk() if ".conflict-" in e.path and name[:-3] in e.path)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memfs.errors import Conflict, IllegalTransition, MemfsError, NotFound, StoreUnavailable
-from memfs.mount.buffer import LEND_AT, Buffer, State, Tally
+from memfs.mount.buffer import LEND_AT, PAGE, SPLIT_GRACE, Buffer, State, Tally
 from memfs.mount.bursts import Writer
 from memfs.mount.writes import PendingWrites
 from memfs.store import open_store
@@ -207,6 +207,21 @@ def test_a_large_snapshot_shares_its_bytes_until_the_buffer_changes(rebased: boo
     assert bytes(snap.data) == big + b"a"
     small = dirty()
     assert isinstance(small.begin_commit().data, bytes)  # small ones: immutable copies
+
+
+def test_a_write_ending_on_a_page_boundary_is_not_committed_at_once() -> None:
+    """The kernel splits a write(2) at the end of a page it does not hold: a first part
+    ending on a page boundary waits SPLIT_GRACE for the rest, even when hurried."""
+    b = Buffer(Tally(), ident=1, path="f", data=b"x" * (PAGE - 1), author="x", base_rev=3,
+               mode=0, created=False, base_size=PAGE - 1)  # fmt: skip
+    b.write(PAGE - 1, b"b", more_may_come=True)  # "b" of "b0-315\n", to a page's end
+    b.hurry(1.0)  # another mount changed the file: due now, but for the split
+    now = time.monotonic()
+    assert 0 < b.due_in(1.0, now) <= SPLIT_GRACE
+    assert b.due_in(1.0, now + SPLIT_GRACE) <= 0  # it was a whole write after all
+    b.write(PAGE, b"0-315\n")  # the rest came: nothing holds it back
+    b.hurry(1.0)
+    assert b.due_in(1.0, time.monotonic()) <= 0
 
 
 def test_the_tally_is_the_sum_over_the_buffers() -> None:
@@ -512,3 +527,19 @@ def test_another_writer_takes_over_a_landing_buffer_nothing_changed_since(
     assert flaky.inner.read("slow.md")[0] == b"one\ntwo\n"
     authors = [r.author for r in flaky.inner.history("slow.md")]
     assert authors[:2] == [TWO.actor, ONE.actor]
+
+
+def test_the_page_boundary_that_splits_a_write_is_the_kernels_not_the_buffers(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    """An O_APPEND write goes to the end of what this mount holds, but the kernel split
+    it where its own offset crossed a page: that offset decides whether more may come."""
+    writes, _ = held
+    writes.write("other.md", b"b", PAGE - 1, ONE, append=True)  # lands at 0 here
+    writes.commit_soon(["other.md"])
+    buf = writes.get("other.md")
+    assert buf is not None and bytes(buf.data) == b"b"
+    assert buf.due_in(writes.quiet_period, time.monotonic()) > 0  # the rest may come
+    writes.write("other.md", b"0-315\n", PAGE, ONE, append=True)
+    writes.commit_soon(["other.md"])
+    assert buf.due_in(writes.quiet_period, time.monotonic()) <= 0

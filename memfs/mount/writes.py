@@ -76,7 +76,7 @@ from pathlib import Path
 
 from memfs.errors import PathError, PathTooLong
 from memfs.mount import journal as jr
-from memfs.mount.buffer import Buffer, Snapshot, State, Tally
+from memfs.mount.buffer import PAGE, Buffer, Snapshot, State, Tally
 from memfs.mount.bursts import Writer
 from memfs.mount.caps import Caps
 from memfs.mount.health import Health, HealthBoard
@@ -325,7 +325,8 @@ class PendingWrites:
             if at != offset:
                 self._on_stale(path)  # the kernel placed these bytes elsewhere
             self._log().wrote(buf.ident, at, data)
-            buf.write(at, data)
+            # The kernel splits where its own offset crosses a page, whatever ``at`` is.
+            buf.write(at, data, more_may_come=(offset + len(data)) % PAGE == 0)
             self._bound_journal()
         self._wake.set()
         return len(data)
