@@ -287,6 +287,9 @@ def _scenario(ha: Host, hb: Host, tmp: Path, *, kill: bool = False) -> None:
 
     writers = [
         Writer("sha", True),
+        # Two appenders on one mount: each turn of them is a commit, so commits come
+        # between the parts of a write(2) the kernel splits at a page, if any can.
+        Writer("shc", True),
         Writer("shb", True),
         Writer("tool", False),
         Writer("mcpb", False),
@@ -295,6 +298,7 @@ def _scenario(ha: Host, hb: Host, tmp: Path, *, kill: bool = False) -> None:
     by = {w.tag: w for w in writers}
     shells = [
         _shell(a.mountpoint, by["sha"], SHELL_APPENDS, tmp),
+        _shell(a.mountpoint, by["shc"], SHELL_APPENDS, tmp),
         # Killed under it, b's writer goes on until well after its daemon is back.
         _shell(b.mountpoint, by["shb"], SHELL_APPENDS * (8 if kill else 1), tmp, kill),
     ]
@@ -354,9 +358,9 @@ def _scenario(ha: Host, hb: Host, tmp: Path, *, kill: bool = False) -> None:
         t.join(timeout=180)
     b_backing.close()
     assert failures == []
-    for tag in ("sha", "shb"):
+    for tag in ("sha", "shc", "shb"):
         _collect_shell(by[tag], tmp)
-    assert len(by["sha"].acked) == SHELL_APPENDS
+    assert len(by["sha"].acked) == len(by["shc"].acked) == SHELL_APPENDS
     if not kill:
         assert len(by["shb"].acked) == SHELL_APPENDS
 
