@@ -352,16 +352,38 @@ class WritePath(RuleBasedStateMachine):
             return
         self.must[f].add(tok)
 
+    def read_rev(self, f: str, who: Writer) -> int | None:
+        """The revision an open to read ``f`` by ``who`` records now, as the mount's
+        open_file does (memfs.mount.reads): pending changes settled first, then what a
+        pending buffer (``who``'s own appends) is built on, else what is stored."""
+        if not self.writes.settle_for_reading(f, who):
+            return None
+        buf = self.writes.get(f)
+        if buf is not None:
+            rev = 0 if buf.created else buf.base_rev
+        else:
+            try:
+                rev = self.real.stat(f).rev
+            except NotFound:
+                return None
+        return rev if rev > 0 else None
+
     @rule(f=st.sampled_from(FILES), who=st.sampled_from((ONE, TWO)))
     def save_whole(self, f: str, who: Writer) -> None:
-        """An editor's save: truncate to nothing, write it all back with one more line."""
+        """An editor's save: read the file, truncate it to nothing, write it all back
+        with one more line; its base is the revision its read recorded."""
         before = self.view(f)
-        if before is None or self.would_wait(f, who, 0):
+        # (An open while the file lands waits for the landing, which this thread holds.)
+        if before is None or self.in_flight(f) or self.would_wait(f, who, 0):
+            return
+        read = self.read_rev(f, who)
+        before = self.view(f)
+        if before is None:
             return
         tok = self.token(who.program)
         kept = {t for t in self.must[f] if t in before}
         try:
-            self.writes.truncate(f, 0, who)
+            self.writes.truncate(f, 0, who, read_rev=read)
         except (OSError, MemfsError):
             return
         # Acknowledged: the file is empty now (what the door appended since this
@@ -455,14 +477,7 @@ WritePath.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-# Open bug (issue #27), found by this machine in a loaded run and not reproduced on
-# demand: create by one program, an append by another, a door's append, a whole save by
-# the creator, then the store lost: the door's append was gone. Kept running, so a fix
-# shows as XPASS; not strict, so timing alone cannot turn CI red.
-test_the_write_path_as_a_state_machine = pytest.mark.xfail(
-    strict=False,
-    reason="open bug (issue #27): a door's append lost after a whole save and store loss",
-)(WritePath.TestCase)
+test_the_write_path_as_a_state_machine = WritePath.TestCase
 
 
 # --- a landing in flight holds up nothing else -------------------------------------------

@@ -463,6 +463,9 @@ class MemfsOperations(NamespaceOps):
             if self.writes.get(p) is None:
                 self._cache.forget(p)
             self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.base(who, p))
+        reading = flags & os.O_ACCMODE != os.O_WRONLY and not flags & os.O_TRUNC
+        # What it reads must be a stored revision for the read to be a save's base.
+        known = not reading or self.writes.settle_for_reading(p, who)
         buf = self.writes.get(p)
         if buf is not None and buf.state is State.COMMITTING:
             # What it holds is landing (outside the lock): the revision it lands as is
@@ -475,7 +478,7 @@ class MemfsOperations(NamespaceOps):
             if entry.is_dir:
                 raise OSError(errno.EISDIR, "is a directory")
             rev = entry.rev
-        if flags & os.O_ACCMODE != os.O_WRONLY and not flags & os.O_TRUNC:
+        if reading and known:
             self._reads.read(who, p, rev)
         return self._handles.open(p, rev)
 

@@ -400,6 +400,31 @@ class PendingWrites:
                 self._touch_dir(path)
             return buf
 
+    def settle_for_reading(self, path: str, who: Writer) -> bool:
+        """Make what ``who`` is opening ``path`` to read a stored revision, so the save
+        it may build on that read carries the revision it read (memfs.mount.reads):
+        pending changes are committed first, except ``who``'s own appends (their base
+        plus its own lines, which any merge keeps). False when what it reads is no
+        stored revision (pending changes that could not land): its read is not one to
+        record. Without this a reader of another program's pending save, or of
+        appends rebased onto a change it never saw, recorded the pending buffer's base:
+        its next save then took back what the landing had merged in (the write path's
+        state machine lost a door's append so)."""
+        with self.lock:
+            buf = self._bufs.get(path)
+            if buf is None or buf.state is State.CLEAN:
+                return True
+            if buf.state is State.DIRTY:
+                own = same_writer(buf.writer, who) and buf.shape is Shape.APPEND
+                if own:
+                    return True
+                try:
+                    self._commit(buf)
+                except Exception:  # kept and retried like any failed commit
+                    return False
+                return buf.state in (State.LANDED, State.CLEAN) or self._bufs.get(path) is None
+            return buf.state is not State.FAILED
+
     def commit(self, path: str) -> None:
         """Commit ``path`` now (fsync, or a namespace operation that involves it); raise
         the store's error if it is refused (the data stays)."""
