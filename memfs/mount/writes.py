@@ -403,21 +403,22 @@ class PendingWrites:
     def settle_for_reading(self, path: str, who: Writer) -> bool:
         """Make what ``who`` is opening ``path`` to read a stored revision, so the save
         it may build on that read carries the revision it read (memfs.mount.reads):
-        pending changes are committed first, except ``who``'s own appends (their base
-        plus its own lines, which any merge keeps). False when what it reads is no
-        stored revision (pending changes that could not land): its read is not one to
-        record. Without this a reader of another program's pending save, or of
-        appends rebased onto a change it never saw, recorded the pending buffer's base:
-        its next save then took back what the landing had merged in (the write path's
-        state machine lost a door's append so)."""
+        another program's pending changes are committed first. ``who``'s own are not
+        (its next save takes over the same buffer, which keeps the base it was built
+        on, and a landing records what it saved: see ops._committed). False when what
+        it reads is no stored revision (another program's changes that could not
+        land): its read is not one to record. Without this a reader of another
+        program's pending save, or of appends rebased onto a change it never saw,
+        recorded the pending buffer's base: its next save then took back what the
+        landing had merged in (the write path's state machine lost a door's append so).
+        """
         with self.lock:
             buf = self._bufs.get(path)
             if buf is None or buf.state is State.CLEAN:
                 return True
+            if same_writer(buf.writer, who):
+                return True
             if buf.state is State.DIRTY:
-                own = same_writer(buf.writer, who) and buf.shape is Shape.APPEND
-                if own:
-                    return True
                 try:
                     self._commit(buf)
                 except Exception:  # kept and retried like any failed commit
