@@ -92,8 +92,8 @@ def test_a_non_loopback_address_without_a_token_is_refused(root: Path) -> None:
     assert code == 2
     assert out.splitlines()[-1] == (
         "Error: --http 0.0.0.0:8765 is reachable from other machines: give --token-file "
-        "PATH or set $MEMFS_MCP_TOKEN (clients then send 'Authorization: Bearer TOKEN'), "
-        "or listen on 127.0.0.1"
+        "PATH (or set $MEMFS_MCP_TOKEN) for clients to send as 'Authorization: Bearer "
+        "TOKEN', or listen on 127.0.0.1"
     )
 
 

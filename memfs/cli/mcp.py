@@ -14,7 +14,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import store_error, store_option
-from memfs.cli.tokens import chosen_token, token_options
+from memfs.cli.tokens import chosen_token, require_token_off_loopback, token_options
 from memfs.cli.tool import handler_options
 from memfs.errors import HttpError, McpError, MemfsError, MountError
 
@@ -79,8 +79,6 @@ def mcp(
     if root is not None and store_url is not None:
         raise click.UsageError("give --root DIR or --store URL, not both")
     token = chosen_token("mcp", token, token_file)
-    if token is not None and not token.strip():
-        raise click.BadParameter("the token is empty", param_hint="--token")
     if token is not None and http_address is None:
         raise click.UsageError("--token protects --http; over stdio there is nothing to refuse")
     choice = stores.choose(store_url) if root is None else None
@@ -91,12 +89,13 @@ def mcp(
                 address = http.parse_address(http_address)
             except (HttpError, McpError) as exc:  # not HOST:PORT at all: usage, exit 2
                 raise click.UsageError(str(exc)) from exc
-            if token is None and not http.is_loopback(address):
-                raise click.UsageError(
-                    f"--http {http_address} is reachable from other machines: give "
-                    f"--token-file PATH or set ${TOKEN_ENV} (clients then send "
-                    "'Authorization: Bearer TOKEN'), or listen on 127.0.0.1"
-                )
+            require_token_off_loopback(
+                http_address,
+                http.is_loopback(address),
+                token,
+                TOKEN_ENV,
+                " for clients to send as 'Authorization: Bearer TOKEN'",
+            )
             sock = http.bind(address)  # a port in use fails before anything is mounted
         if choice is None:
             assert root is not None

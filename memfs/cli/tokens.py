@@ -65,6 +65,8 @@ def chosen_token(door: str, token: str | None, token_file: Path | None) -> str |
                 err=True,
             )
         return token
+    if token is not None and not token.strip():
+        raise click.BadParameter("the token is empty", param_hint="--token")
     if token is not None and ctx.get_parameter_source("token") == ParameterSource.COMMANDLINE:
         click.echo(
             f"memfs {door}: warning: a --token on the command line can be read by other "
@@ -73,3 +75,15 @@ def chosen_token(door: str, token: str | None, token_file: Path | None) -> str |
             err=True,
         )
     return token
+
+
+def require_token_off_loopback(
+    http_address: str, loopback: bool, token: str | None, env: str, how: str = ""
+) -> None:
+    """Refuse (a usage error) to listen where other machines reach without a token.
+    ``how``: how clients then send it, said in the message."""
+    if token is None and not loopback:
+        raise click.UsageError(
+            f"--http {http_address} is reachable from other machines: give --token-file "
+            f"PATH (or set ${env}){how}, or listen on 127.0.0.1"
+        )

@@ -16,7 +16,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import require_existing, store_error, store_option
-from memfs.cli.tokens import chosen_token, token_options
+from memfs.cli.tokens import chosen_token, require_token_off_loopback, token_options
 from memfs.errors import MemfsError
 
 TOKEN_ENV = "MEMFS_WEB_TOKEN"
@@ -83,16 +83,10 @@ def web(
     if root is not None and store_url is not None:
         raise click.UsageError("give --root MNT or --store URL, not both")
     token = chosen_token("web", token, token_file)
-    if token is not None and not token.strip():
-        raise click.BadParameter("the token is empty", param_hint="--token")
     choice = _choose(store_url, root)
     try:
         address = httpguard.parse_address(http_address)
-        if token is None and not httpguard.is_loopback(address):
-            raise click.UsageError(
-                f"--http {http_address} is reachable from other machines: give --token-file "
-                f"PATH (or set ${TOKEN_ENV}), or listen on 127.0.0.1"
-            )
+        require_token_off_loopback(http_address, httpguard.is_loopback(address), token, TOKEN_ENV)
         require_existing(choice)
         store = open_store(choice.url)
     except MemfsError as exc:

@@ -16,7 +16,7 @@ import click
 
 from memfs.cli import stores
 from memfs.cli.common import store_error, store_option
-from memfs.cli.tokens import chosen_token, token_options
+from memfs.cli.tokens import chosen_token, require_token_off_loopback, token_options
 from memfs.errors import MemfsError
 
 TOKEN_ENV = "MEMFS_WEBDAV_TOKEN"
@@ -61,17 +61,11 @@ def webdav(
     from memfs.webdav.serve import serve
 
     token = chosen_token("webdav", token, token_file)
-    if token is not None and not token.strip():
-        raise click.BadParameter("the token is empty", param_hint="--token")
     choice = stores.choose(store_url)
     try:
         prefix = "" if subtree is None else subtree_path(subtree)
         address = httpguard.parse_address(http_address)
-        if token is None and not httpguard.is_loopback(address):
-            raise click.UsageError(
-                f"--http {http_address} is reachable from other machines: give --token-file "
-                f"PATH (or set ${TOKEN_ENV}), or listen on 127.0.0.1"
-            )
+        require_token_off_loopback(http_address, httpguard.is_loopback(address), token, TOKEN_ENV)
         store = open_store(choice.url)
     except MemfsError as exc:
         raise store_error(exc, choice.elsewhere) from exc
