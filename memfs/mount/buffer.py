@@ -145,6 +145,10 @@ class Snapshot:
     gen: int
     # An mtime set explicitly (utimens) after the last write: it lands with the content.
     mtime_ns: int | None = None
+    # When the last write was made: what stat showed while it was pending, and the mtime
+    # it lands with when it lands as made (a program that stat()s the file around the
+    # commit, as vim does before it saves, must not see it change).
+    written_ns: int | None = None
 
     @property
     def program(self) -> str:
@@ -418,6 +422,7 @@ class Buffer:
             gid=self.gid,
             gen=self._gen,
             mtime_ns=self.set_mtime_ns,
+            written_ns=self.mtime_ns,
         )
 
     def landed(

@@ -746,6 +746,7 @@ class PendingWrites:
                 side=snap.program,
                 before_write=self._journal_landing(snap.ident),
                 mtime_ns=snap.mtime_ns,
+                written_ns=snap.written_ns,
             )
             return landing.entry
 

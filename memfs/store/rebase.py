@@ -131,6 +131,7 @@ def land(
     before_write: Callable[[str, int, str], None] | None = None,
     replace: bool = False,
     mtime_ns: int | None = None,
+    written_ns: int | None = None,
 ) -> Landing:
     """Commit ``data`` at ``path`` as the change built on revision ``base_rev`` (0: the
     file did not exist), by the module's rules.
@@ -145,7 +146,10 @@ def land(
     tell a landed change from one that did not); the write reuses that hash.
     ``replace``: the change is a file renamed over ``path`` (the store's
     ``write(replace=True)``). ``mtime_ns``: the mtime the change lands with (one set
-    explicitly after the write; None: the time of the write). The store's refusals
+    explicitly after the write; None: the time of the write). ``written_ns``: when the
+    change was made; it lands with that mtime if it lands as made (written over its
+    base, not rebased, merged or recreated), so a file's time does not move when a
+    change made earlier is committed. The store's refusals
     (TooLarge, CapExceeded, NotADirectory, StoreUnavailable, ...) propagate and nothing
     is written; Conflict never does.
     """
@@ -167,7 +171,7 @@ def land(
                 mode=mode,
                 parents=True,
                 replace=replace,
-                mtime_ns=mtime_ns,
+                mtime_ns=mtime_ns if mtime_ns is not None or outcome != "written" else written_ns,
                 sha256=sha,
             )
         except (Conflict, AlreadyExists, NotFound) as e:
