@@ -151,6 +151,8 @@ def test_rm_rf_of_5000_files_is_one_update_of_their_directory_with_its_summary(
             with open(mnt / "keep.md", "a") as f:  # a later operation of one file
                 f.write("more\n")
             await notices.wait_updated(keep, timeout=30)
+            # Its directory hears of it too, in a notification of its own.
+            await notices.wait_updated(root, timeout=30, times=2)
             return notices
 
     notices = anyio.run(run)
