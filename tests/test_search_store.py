@@ -16,10 +16,11 @@ import pytest
 from memfs.errors import Conflict, NotFound, QueryError
 from memfs.handler.search import search_directory
 from memfs.store import Store, open_store
+from memfs.store import sqlite as sqlite_store
 from memfs.store.base import Store as BaseStore
 from memfs.store.engine import MAINTAIN_INDEX_BATCH
 from memfs.store.matching import MAX_LINES
-from memfs.store.sqlite_search import INDEX_BYTES
+from memfs.store.sqlite_search import INDEX_BYTES, PARTIAL, SKIPPED
 
 A = "tester"
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,6 +222,41 @@ def test_a_daemons_store_indexes_in_maintain_and_searches_miss_nothing(store: St
     store.maintain()
     _consistent(store)
     assert _found(store, "strawberry") == {"d/f2.md"}
+
+
+def test_maintain_indexes_a_large_file_from_its_head_alone(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file past the index's cap is indexed from its first INDEX_BYTES, read from the
+    row without unpacking or hashing the rest: packed and raw bytes, text and binary;
+    searches still find what lies past the head."""
+    store.defer_maintenance()
+    text = b"".join(b"line %d of filler\n" % i for i in range(INDEX_BYTES // 10))
+    store.write("packed.log", text + b"kumquat at the end\n", author=A)
+    monkeypatch.setattr(sqlite_store, "_PACK_FROM", 1 << 40)  # kept as they are
+    store.write("raw.log", text + b"lychee at the end\n", author=A)
+    store.write("bin.dat", b"\x00" + text, author=A)
+    codecs = dict(
+        store._db()  # type: ignore[attr-defined]
+        .execute(
+            "SELECT r.path, b.codec FROM revisions r JOIN blob_refs br"
+            " ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
+        )
+        .fetchall()
+    )
+    assert codecs == {"packed.log": sqlite_store.ZLIB, "raw.log": sqlite_store.RAW,
+                      "bin.dat": sqlite_store.RAW}  # fmt: skip
+    store.maintain()
+    _consistent(store)
+    kinds = dict(
+        store._db()  # type: ignore[attr-defined]
+        .execute("SELECT e.path, d.kind FROM search_docs d JOIN entries e ON e.id = d.id")
+        .fetchall()
+    )
+    assert kinds == {"packed.log": PARTIAL, "raw.log": PARTIAL, "bin.dat": SKIPPED}
+    assert _found(store, "kumquat") == {"packed.log"}
+    assert _found(store, "lychee") == {"raw.log"}
+    assert _found(store, "line 7 of filler") == {"packed.log", "raw.log"}
 
 
 def test_a_refused_or_rolled_back_write_leaves_the_index_alone(store: Store) -> None:

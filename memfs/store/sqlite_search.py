@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from memfs.errors import NotADirectory, NotFound, StoreUnavailable
+from memfs.store import rules
 from memfs.store.base import SearchHit
 from memfs.store.matching import Query, average, decode_text, parse_query
 from memfs.store.sql import Cursor
@@ -49,6 +50,18 @@ _CURRENT = (
     " ON r.path = e.path AND r.rev = e.rev LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
     " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = :p AND e.kind = 'file'"
 )
+# What the index takes of a file: a file larger than it holds is not loaded, its head is
+# read from the row (the CASE keeps SQLite from reading the whole value, which a bare
+# column reference would).
+_TO_INDEX = (
+    "SELECT e.rev, r.sha256, r.size, b.id, b.codec,"
+    " CASE WHEN r.size > :head THEN NULL ELSE b.content END FROM entries e JOIN revisions r"
+    " ON r.path = e.path AND r.rev = e.rev LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
+    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = :p AND e.kind = 'file'"
+)
+
+# Reads the first n bytes of a stored blob: (cursor, blob id, codec, n).
+ReadHead = Callable[[Cursor, int, int | None, int], bytes]
 
 
 def fts_phrase(fragment: str) -> str:
@@ -76,8 +89,9 @@ class SqliteSearch:
     """The index of one SQLite store (:class:`memfs.store.sql.SearchIndex`): kept by the
     store's writes, read by its searches."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, read_head: ReadHead) -> None:
         self.store = store
+        self._read_head = read_head
 
     def take(self, db: Cursor, path: str, sha256: str, data: bytes | bytearray) -> None:
         """Make the index hold ``data`` as file ``path``'s content, inside the caller's
@@ -105,6 +119,26 @@ class SqliteSearch:
             return None
         return self.store.content(path, int(row[0]), row[1], row[2], row[3]), str(row[1])
 
+    def _to_index(self, db: Cursor, path: str) -> tuple[bytes, str] | None:
+        """What the index takes of file ``path`` and its SHA-256 (None: not a file): its
+        checked content, or past :data:`INDEX_BYTES` only its head, unchecked (hashing a
+        50 MB file to index its first megabyte cost a mount's maintenance more than the
+        write did; a search confirms every hit on checked content)."""
+        row = db.one(_TO_INDEX, {"p": path, "head": INDEX_BYTES})
+        if row is None:
+            return None
+        rev, sha, size, blob_id, codec, stored = row
+        if int(size) <= INDEX_BYTES or blob_id is None:
+            return self.store.content(path, int(rev), sha, codec, stored), str(sha)
+        try:
+            # One byte past what is indexed: index_text then knows there is more.
+            head = self._read_head(db, int(blob_id), codec, INDEX_BYTES + 1)
+        except ValueError:
+            head = b""
+        if len(head) <= INDEX_BYTES:  # shorter than its revision says: damaged
+            raise rules.damaged(path, int(rev), str(sha))
+        return head, str(sha)
+
     # --- building -------------------------------------------------------------------
     def pending(self) -> int:
         with self.store._reading() as db:
@@ -129,7 +163,7 @@ class SqliteSearch:
                 {"n": limit},
             )
             for entry_id, path in rows:
-                current = None if path is None else self._current(tx.db, str(path))
+                current = None if path is None else self._to_index(tx.db, str(path))
                 if current is None:  # no longer a file
                     tx.db.run("DELETE FROM search_stale WHERE id = :id", {"id": entry_id})
                     continue
