@@ -8,6 +8,7 @@ write to another file nor more writes to its own."""
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import tempfile
 import threading
@@ -28,6 +29,7 @@ from memfs.mount.writes import PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Act, Entry, Store
 from memfs.store.rebase import is_conflict_copy
+from tests.fixtures.waiting import wait_for
 
 ONE = Writer(pid=4242, started=1, program="one", user="someone")
 TWO = Writer(pid=4343, started=1, program="two", user="someone")
@@ -558,3 +560,39 @@ def test_the_page_boundary_that_splits_a_write_is_the_kernels_not_the_buffers(
     writes.write("other.md", b"0-315\n", PAGE, ONE, append=True)
     writes.commit_soon(["other.md"])
     assert buf.due_in(writes.quiet_period, time.monotonic()) <= 0
+
+
+# --- the committer is woken only when it would look too late -----------------------------
+class CountingEvent(threading.Event):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sets = 0
+
+    def set(self) -> None:
+        self.sets += 1
+        super().set()
+
+
+def test_a_write_wakes_the_committer_only_when_it_would_look_too_late(tmp_path: Path) -> None:
+    """An idle committer sleeps until woken: the first write wakes it. Writes after that
+    are due later than it looks again (each pushes its file's quiet period on), so they
+    leave it asleep; what they wrote still lands one quiet period after the last."""
+    store = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    store.write("a.md", b"", author="someone")
+    writes = PendingWrites(store, direct, journal_dir=tmp_path / "j", quiet_period=2.0)
+    wake = CountingEvent()
+    writes._wake = wake
+    writes.start()
+    try:
+        wait_for(lambda: writes._looks_at == math.inf, what="the committer idle")
+        writes.write("a.md", b"line 0\n", 0, ONE, append=True)
+        assert wake.sets == 1
+        wait_for(lambda: writes._looks_at < math.inf, what="the committer's next look")
+        for i in range(1, 50):
+            writes.write("a.md", f"line {i}\n".encode(), 0, ONE, append=True)
+        assert wake.sets == 1
+        expected = b"".join(f"line {i}\n".encode() for i in range(50))
+        wait_for(lambda: store.read("a.md")[0] == expected, what="the writes landed")
+    finally:
+        writes.close()
+        store.close()

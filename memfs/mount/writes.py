@@ -68,6 +68,7 @@ import errno
 import hashlib
 import itertools
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -213,6 +214,10 @@ class PendingWrites:
         self._ids = itertools.count(1)
         self.replayed = 0  # stopped daemons' journals adopted and deleted by recover()
         self._wake = threading.Event()
+        # When the committer looks at the buffers next (monotonic; inf: not until woken),
+        # set under the lock with what it saw. A write due no sooner need not wake it:
+        # waking it for each of a large file's writes cost the writer more than the wake.
+        self._looks_at = 0.0
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -328,7 +333,9 @@ class PendingWrites:
             # The kernel splits where its own offset crosses a page, whatever ``at`` is.
             buf.write(at, data, more_may_come=(offset + len(data)) % PAGE == 0)
             self._bound_journal()
-        self._wake.set()
+            wake = self._needs_look(buf)
+        if wake:
+            self._wake.set()
         return len(data)
 
     def truncate(self, path: str, size: int, who: Writer, *, read_rev: ReadRev = None) -> None:
@@ -351,7 +358,9 @@ class PendingWrites:
             self._log().truncated(buf.ident, size)
             buf.truncate(size)
             self._bound_journal()
-        self._wake.set()
+            wake = self._needs_look(buf)
+        if wake:
+            self._wake.set()
 
     def chmod(self, path: str, mode: int) -> bool:
         """Set the mode of a file not in the store yet; False if it is in the store."""
@@ -1000,6 +1009,12 @@ class PendingWrites:
                 self._journal = None
             return self._board.health
 
+    def _needs_look(self, buf: Buffer) -> bool:
+        """Whether the committer must be woken for ``buf`` (under the lock): it will not
+        look again before the buffer is due."""
+        now = time.monotonic()
+        return now + buf.due_in(self.quiet_period, now) < self._looks_at
+
     def _committer(self) -> None:
         """Commit buffers nobody has written for ``quiet_period`` (and retry failed
         ones). Bound for a reader of the store: a write is there ``quiet_period`` plus
@@ -1011,6 +1026,8 @@ class PendingWrites:
                 log.exception("memfs: the committer hit an unexpected error; going on")
                 self._board.count_error()
                 wait = RETRY_S
+                with self.lock:
+                    self._looks_at = time.monotonic() + wait
             self._wake.wait(timeout=wait)
             self._wake.clear()
 
@@ -1019,6 +1036,7 @@ class PendingWrites:
         other files are not held up; return the seconds until the next one is due."""
         with self.lock:
             if self._board.lost:
+                self._looks_at = math.inf
                 return None  # nothing more goes into a store that went away
             paths = list(self._bufs)
         for path in paths:
@@ -1039,4 +1057,6 @@ class PendingWrites:
                 for b in self._bufs.values()
                 if b.state in (State.DIRTY, State.FAILED)
             ]
-        return max(0.0, min(waits)) if waits else None
+            wait = max(0.0, min(waits)) if waits else None
+            self._looks_at = math.inf if wait is None else now + wait
+        return wait
