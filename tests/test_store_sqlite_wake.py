@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,47 @@ def test_interrupt_ends_the_store_handles_waits(tmp_path: Path) -> None:
         mark = wake.heard()
         _write_elsewhere(db, "p", 1)
         assert wake.wait(mark, 30)
+
+
+class ScriptedWake:
+    """A WalWake whose writes come when the test says: one at the first wait, one more
+    ending the settling's last pause, then none."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.waits = 0
+        self.last_write_at = 0.0
+
+    def heard(self) -> int:
+        return self.writes
+
+    def wait(self, past: int, timeout: float) -> bool:
+        self.waits += 1
+        # The first wait, and the last of the settling pauses after it, hear a write.
+        if self.waits in (1, 1 + len(sqlite_conn.SETTLE_PAUSES)):
+            self.writes += 1
+            self.last_write_at = time.monotonic()
+            return True
+        time.sleep(timeout)
+        return self.writes > past
+
+
+def test_a_commit_heard_in_the_last_settling_pause_is_seen_when_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log is written before the commit shows in SQLite's index. A write heard as the
+    settling pauses run out belongs to a commit that may show only a moment later: the
+    wait looks again from the shortest pause, not only at the next write (none may
+    come; it used to wait out its whole timeout)."""
+    with open_store(f"sqlite://{tmp_path / 'm.db'}") as store:
+        assert isinstance(store, SqliteStore)
+        wake = ScriptedWake()
+        monkeypatch.setattr(store.backend, "_wake_for_waiting", lambda: wake)
+
+        def last_seq() -> int:
+            # The second write's commit shows 5 ms after its log write.
+            late = wake.writes == 2 and time.monotonic() >= wake.last_write_at + 0.005
+            return 1 if late else 0
+
+        assert store.backend.wait_for_changes(0, 10.0, last_seq)
+        assert wake.waits < 1 + len(sqlite_conn.SETTLE_PAUSES) + 20

@@ -322,12 +322,20 @@ class SqliteConnections:
             # -shm file, written through memory, which inotify does not see): just
             # woken, the commit may not show yet, and on a loaded machine the committer
             # can be held between the two for milliseconds. Look again at growing
-            # intervals (woken sooner by a further write) before waiting as before.
-            for pause in SETTLE_PAUSES:
+            # intervals, and from the shortest again after each further write: a write
+            # heard in the last pause is as new as the first, and waiting for yet
+            # another (as the loop above does) left such a commit unseen until the
+            # caller's timeout.
+            step = 0
+            while step < len(SETTLE_PAUSES):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
                 mark = wake.heard()
-                wake.wait(mark, min(pause, max(0.0, deadline - time.monotonic())))
+                woken = wake.wait(mark, min(SETTLE_PAUSES[step], left))
                 if self._saw(last_seq(), since):
                     return True
+                step = 0 if woken else step + 1
 
     def interrupt_waits(self) -> None:
         with self._conns_lock:
