@@ -66,10 +66,14 @@ def _assert_one_more(store: Store, before: list[Revision], pid: int) -> None:
 
 
 def _save_in_child(script: str, path: Path) -> int:
-    """Run a save in another process; return its pid (the author the mount must name)."""
+    """Run a save in another process; return its pid (the author the mount must name).
+    Its own session: a child that keeps this process's name and process group would be
+    part of this run's operation (memfs.mount.bursts), as when pytest runs as
+    ``python -m pytest``."""
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script), str(path), NEW.decode()],
         stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     _, err = child.communicate(timeout=30)
     assert child.returncode == 0, err.decode()
