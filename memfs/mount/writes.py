@@ -215,8 +215,9 @@ class PendingWrites:
         self.replayed = 0  # stopped daemons' journals adopted and deleted by recover()
         self._wake = threading.Event()
         # When the committer looks at the buffers next (monotonic; inf: not until woken),
-        # set under the lock with what it saw. A write due no sooner need not wake it:
-        # waking it for each of a large file's writes cost the writer more than the wake.
+        # set under the lock with what it saw. A write due no sooner need not wake it
+        # (woken by each of a large file's writes, it recomputed every buffer's due time
+        # under the lock the writer needs).
         self._looks_at = 0.0
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
