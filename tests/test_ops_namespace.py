@@ -578,6 +578,8 @@ def test_chown_of_a_new_file_joins_its_commit_and_to_its_owner_changes_nothing(
     other = k.other()
     other.write("a.md", b"a", author="someone")
     seq = other.last_seq()
+    # Seen before the write: seen after, it lands the pending write at once (commit_soon).
+    assert k.ops.show_upto(seq, 5)
     k.ops.write("/a.md", b"b", 1, 0, os.O_WRONLY)
     k.ops.chown("/a.md", os.getuid(), os.getgid())  # tar -x as its user: the owner it has
     assert other.last_seq() == seq  # no commit forced, no attribute change

@@ -24,6 +24,7 @@ from memfs.store.base import Change, Store
 from tests.fixtures.mount import sqlite_url, wait_for
 from tests.fixtures.ops import Kernel, actor
 from tests.fixtures.postgres import PgCluster
+from tests.fixtures.waiting import DEADLINE
 
 FILE = stat.S_IFREG
 CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
@@ -119,6 +120,9 @@ def test_an_mtime_set_after_a_write_lands_with_it_as_one_change(
     k.pid = programs("tar")
     other.write("old.md", b"v1\n", author="someone")
     seq = other.last_seq()
+    # Seen by the mount before it edits the file: seen after, another writer's change
+    # to a file with pending writes lands them at once (commit_soon), as it should.
+    assert k.ops.show_upto(seq, DEADLINE)
     fh = k.ops.create("/new.md", FILE | 0o644, CREATE)
     k.ops.write("/new.md", b"from the archive\n", 0, fh, os.O_WRONLY)
     k.ops.release("/new.md", fh)
