@@ -45,19 +45,19 @@ BUILD_BATCH = 200
 FULL, PARTIAL, SKIPPED = 0, 1, 2
 
 _IN_SCOPE = "(:p = '' OR e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
-_CURRENT = (
-    "SELECT e.rev, r.sha256, b.codec, b.content FROM entries e JOIN revisions r"
-    " ON r.path = e.path AND r.rev = e.rev LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
-    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = :p AND e.kind = 'file'"
+# File :p's current revision and its stored bytes.
+_FILE_CONTENT = (
+    " FROM entries e JOIN revisions r ON r.path = e.path AND r.rev = e.rev"
+    " LEFT JOIN blob_refs br ON br.sha256 = r.sha256 LEFT JOIN blobs b ON b.id = br.blob_id"
+    " WHERE e.path = :p AND e.kind = 'file'"
 )
+_CURRENT = "SELECT e.rev, r.sha256, b.codec, b.content" + _FILE_CONTENT
 # What the index takes of a file: a file larger than it holds is not loaded, its head is
 # read from the row (the CASE keeps SQLite from reading the whole value, which a bare
 # column reference would).
 _TO_INDEX = (
     "SELECT e.rev, r.sha256, r.size, b.id, b.codec,"
-    " CASE WHEN r.size > :head THEN NULL ELSE b.content END FROM entries e JOIN revisions r"
-    " ON r.path = e.path AND r.rev = e.rev LEFT JOIN blob_refs br ON br.sha256 = r.sha256"
-    " LEFT JOIN blobs b ON b.id = br.blob_id WHERE e.path = :p AND e.kind = 'file'"
+    " CASE WHEN r.size > :head THEN NULL ELSE b.content END" + _FILE_CONTENT
 )
 
 # Reads the first n bytes of a stored blob: (cursor, blob id, codec, n).
