@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -139,13 +138,14 @@ def test_interrupt_ends_the_store_handles_waits(tmp_path: Path) -> None:
 
 
 class ScriptedWake:
-    """A WalWake whose writes come when the test says: one at the first wait, one more
-    ending the settling's last pause, then none."""
+    """A WalWake whose writes come when the test says, with no clock: one at the first
+    wait, one more ending the settling's last pause, then none (a wait without a write
+    returns at once, as a pause that ran out)."""
 
     def __init__(self) -> None:
         self.writes = 0
         self.waits = 0
-        self.last_write_at = 0.0
+        self.waits_at_last_write = 0
 
     def heard(self) -> int:
         return self.writes
@@ -155,9 +155,8 @@ class ScriptedWake:
         # The first wait, and the last of the settling pauses after it, hear a write.
         if self.waits in (1, 1 + len(sqlite_conn.SETTLE_PAUSES)):
             self.writes += 1
-            self.last_write_at = time.monotonic()
+            self.waits_at_last_write = self.waits
             return True
-        time.sleep(timeout)
         return self.writes > past
 
 
@@ -174,8 +173,9 @@ def test_a_commit_heard_in_the_last_settling_pause_is_seen_when_it_shows(
         monkeypatch.setattr(store.backend, "_wake_for_waiting", lambda: wake)
 
         def last_seq() -> int:
-            # The second write's commit shows 5 ms after its log write.
-            late = wake.writes == 2 and time.monotonic() >= wake.last_write_at + 0.005
+            # The second write's commit shows only after three more pauses: later than
+            # the look that follows its log write at once.
+            late = wake.writes == 2 and wake.waits >= wake.waits_at_last_write + 3
             return 1 if late else 0
 
         assert store.backend.wait_for_changes(0, 10.0, last_seq)
