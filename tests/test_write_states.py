@@ -256,6 +256,53 @@ def test_the_tally_is_the_sum_over_the_buffers() -> None:
         tally.check([b])
 
 
+class Asked(Buffer):
+    """A buffer that counts how often the committer asks when it is due."""
+
+    asked = 0
+
+    def due_in(self, quiet_period: float, now: float) -> float:
+        Asked.asked += 1
+        return super().due_in(quiet_period, now)
+
+
+def test_the_committer_reads_the_buffers_oldest_change_first_and_stops_at_one_not_due() -> None:
+    tally = Tally()
+    bufs = [
+        Asked(tally, ident=i, path=f"f{i}", data=b"", author="x", base_rev=0, mode=0,
+              created=True)
+        for i in range(1000)
+    ]  # fmt: skip
+    quiet = 10.0
+    Asked.asked = 0
+    ready, wait = tally.due(quiet, time.monotonic())
+    assert ready == [] and wait == pytest.approx(quiet, abs=1.0)
+    assert Asked.asked == 1  # not a thousand: every later one changed later
+    bufs[3].hurry(quiet)  # another writer's change: due now, first in line
+    made = bufs[1].last_write
+    while time.monotonic() <= made + 1e-4:
+        pass  # (the clock moves on before the next write)
+    bufs[1].write(0, b"again")  # written last: last in line
+    assert list(tally.changed)[:3] == [bufs[3], bufs[0], bufs[2]]
+    assert list(tally.changed)[-1] is bufs[1]
+    ready, wait = tally.due(quiet, time.monotonic())
+    assert ready == [bufs[3]] and wait is not None and 0 < wait <= quiet
+    # A quiet period after the first writes, all but the one written again are due.
+    ready, wait = tally.due(quiet, bufs[1].last_write + quiet - 1e-5)
+    assert ready == [bufs[3], bufs[0], bufs[2], *bufs[4:]] and wait == pytest.approx(1e-5)
+    # A failure's retry time does not follow the order of changes: then all are read.
+    bufs[1].begin_commit()
+    bufs[1].commit_failed(StoreUnavailable("away"), retry_at=0.0)
+    assert tally.failed == 1
+    Asked.asked = 0
+    ready, _ = tally.due(quiet, time.monotonic())
+    assert ready == [bufs[3], bufs[1]] and Asked.asked == 1000
+    tally.check(bufs)
+    bufs[1].discard()
+    assert tally.failed == 0 and bufs[1] not in tally.changed
+    tally.check([b for b in bufs if b is not bufs[1]])
+
+
 # --- the state machine -----------------------------------------------------------------------
 class WritePath(RuleBasedStateMachine):
     """Two writers on one mount and a door on the same store. ``must[f]``: tokens an

@@ -45,13 +45,17 @@ owner asks :meth:`Buffer.due_in`.
 The byte and file counts the owner's caps need are a :class:`Tally` every buffer
 updates in the move that changes them (admitted with its bytes when made, released
 when ``LANDED`` or ``DROPPED``); :meth:`Tally.check` recomputes them from the live
-buffers.
+buffers. The tally also keeps the buffers that hold changes in the order of their last
+change, so the committer finds the due ones from the front (:meth:`Tally.due`) instead
+of asking every pending buffer each time it wakes: with thousands pending (a quiet
+period of 30 s and a fast writer), that scan made each file slower than the last.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -94,28 +98,67 @@ LEND_AT = 1 << 20
 class Tally:
     """What the live buffers hold, for the caps: ``bytes`` (holes included),
     ``base_bytes`` (the sizes they were loaded at: ``bytes - base_bytes`` is the growth
-    not in the store yet) and ``new_files`` (files the store does not count yet)."""
+    not in the store yet) and ``new_files`` (files the store does not count yet); and for
+    the committer, ``changed``: every DIRTY, COMMITTING or FAILED buffer, oldest last
+    change first (a buffer moves to the end when it changes, to the front when hurried),
+    with ``failed`` the number of FAILED ones."""
 
-    __slots__ = ("base_bytes", "bytes", "new_files")
+    __slots__ = ("base_bytes", "bytes", "changed", "failed", "new_files")
 
     def __init__(self) -> None:
         self.bytes = 0
         self.base_bytes = 0
         self.new_files = 0
+        self.changed: OrderedDict[Buffer, None] = OrderedDict()
+        self.failed = 0
+
+    def due(self, quiet_period: float, now: float) -> tuple[list[Buffer], float | None]:
+        """The buffers to commit now, oldest first, and the seconds until the next one
+        falls due (None: none will). Reads from the front and stops at the first buffer
+        whose quiet period has not run: every one after it changed later. A failure's
+        retry time does not follow that order, so while any buffer is FAILED all are
+        read (failures are rare and retried every few seconds)."""
+        ready: list[Buffer] = []
+        wait: float | None = None
+        for buf in self.changed:
+            if buf.state is State.COMMITTING:
+                continue  # its landing wakes the committer if it stays pending
+            left = buf.due_in(quiet_period, now)
+            if left <= 0:
+                ready.append(buf)
+                continue
+            wait = left if wait is None else min(wait, left)
+            if not self.failed and buf.last_write + quiet_period > now:
+                break
+        return ready, wait
+
+    def oldest_dirty(self, but: Buffer) -> Buffer | None:
+        """The DIRTY buffer changed longest ago, other than ``but``."""
+        return next((b for b in self.changed if b is not but and b.state is State.DIRTY), None)
 
     def check(self, buffers: Iterable[Buffer]) -> None:
         """Raise IllegalTransition unless the counts equal the sums over ``buffers``
-        (the owner's live ones)."""
+        (the owner's live ones) and ``changed`` holds exactly those with changes."""
         bufs = list(buffers)
         want = (
             sum(len(b.data) for b in bufs),
             sum(b.base_size for b in bufs),
             sum(b.created for b in bufs),
+            {id(b) for b in bufs if b.state is not State.CLEAN},
+            sum(b.state is State.FAILED for b in bufs),
         )
-        have = (self.bytes, self.base_bytes, self.new_files)
+        have = (
+            self.bytes,
+            self.base_bytes,
+            self.new_files,
+            {id(b) for b in self.changed},
+            self.failed,
+        )
         if have != want:
             raise IllegalTransition(
-                f"the write path's counts {have} are not its buffers' {want}",
+                f"the write path's counts {have[:3]}, {len(have[3])} changed and"
+                f" {have[4]} failed are not its buffers' {want[:3]}, {len(want[3])}"
+                f" and {want[4]}",
                 state="tally",
                 move="check",
             )
@@ -258,6 +301,8 @@ class Buffer:
         tally.bytes += len(self.data)
         tally.base_bytes += base_size
         tally.new_files += created
+        if self._state is State.DIRTY:
+            tally.changed[self] = None
 
     # --- what it is ----------------------------------------------------------------------
     @property
@@ -323,6 +368,9 @@ class Buffer:
             )
         if self._state is State.CLEAN:
             self._state = State.DIRTY
+            self._tally.changed[self] = None
+        else:
+            self._tally.changed.move_to_end(self)
         self.low = min(self.low, low)
         self._gen += 1
         self.last_write = time.monotonic()
@@ -395,10 +443,12 @@ class Buffer:
             # Not 0.0: the monotonic clock starts near zero at boot, and on a machine up
             # for less than a quiet period 0.0 is not long ago.
             self.last_write = time.monotonic() - quiet_period
+            self._tally.changed.move_to_end(self, last=False)
 
     def begin_commit(self) -> Snapshot:
         """DIRTY or FAILED (a retry) -> COMMITTING: freeze what lands."""
         self._expect("begin a commit", State.DIRTY, State.FAILED)
+        self._tally.failed -= self._state is State.FAILED
         if self.act is None:
             self.act = Act(self.author)  # a retry after a failure stays in this operation
         self._state = State.COMMITTING
@@ -478,6 +528,7 @@ class Buffer:
                 move="unfreeze",
             )
         self._state = State.DIRTY if self._failure is None else State.FAILED
+        self._tally.failed += self._state is State.FAILED
 
     def commit_failed(self, exc: BaseException, retry_at: float) -> bool:
         """COMMITTING -> FAILED; True the first time (the owner keeps one copy: writes to
@@ -487,15 +538,18 @@ class Buffer:
         self._failure = exc
         self._retry_at = retry_at
         self._state = State.FAILED
+        self._tally.failed += 1
         return first
 
     def discard(self) -> None:
         """CLEAN, DIRTY or FAILED -> DROPPED: its changes are not wanted any more."""
         self._expect("be dropped", State.CLEAN, State.DIRTY, State.FAILED)
+        self._tally.failed -= self._state is State.FAILED
         self._leave(State.DROPPED)
 
     def _leave(self, state: State) -> None:
         self._tally.bytes -= len(self.data)
         self._tally.base_bytes -= self.base_size
         self._tally.new_files -= self.created
+        self._tally.changed.pop(self, None)
         self._state = state

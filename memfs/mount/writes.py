@@ -643,14 +643,14 @@ class PendingWrites:
         growth = size - len(buf.data)
         if growth <= 0 or self._tally.bytes + growth <= self.max_pending_bytes:
             return True
-        others = [b for b in self._bufs.values() if b is not buf and b.state is State.DIRTY]
-        if not others:
+        oldest = self._tally.oldest_dirty(but=buf)
+        if oldest is None:
             if any(b.state is State.COMMITTING for b in self._bufs.values()):
                 self.lock.wait()  # a landing in flight frees its bytes
                 return False
             raise OSError(errno.ENOSPC, "too much data is waiting to be saved")
         with contextlib.suppress(Exception):  # kept, reported and retried like any failure
-            self._commit(min(others, key=lambda b: b.last_write))
+            self._commit(oldest)
         return False
 
     def _add(self, buf: Buffer) -> None:
@@ -1039,25 +1039,24 @@ class PendingWrites:
             if self._board.lost:
                 self._looks_at = math.inf
                 return None  # nothing more goes into a store that went away
-            paths = list(self._bufs)
-        for path in paths:
+            ready, _ = self._tally.due(self.quiet_period, time.monotonic())
+        for buf in ready:
             if self._halt.is_set():
                 return None
             with self.lock:
-                buf = self._bufs.get(path)
-                if buf is None or buf.state not in (State.DIRTY, State.FAILED):
+                if self._bufs.get(buf.path) is not buf or buf.state not in (
+                    State.DIRTY,
+                    State.FAILED,
+                ):
                     continue
                 if buf.due_in(self.quiet_period, time.monotonic()) > 0:
-                    continue
+                    continue  # written again since
                 with contextlib.suppress(Exception):  # _commit logged and kept it
                     self._commit(buf)
         with self.lock:
             now = time.monotonic()
-            waits = [
-                b.due_in(self.quiet_period, now)
-                for b in self._bufs.values()
-                if b.state in (State.DIRTY, State.FAILED)
-            ]
-            wait = max(0.0, min(waits)) if waits else None
+            ready, wait = self._tally.due(self.quiet_period, now)
+            if ready:
+                wait = 0.0  # fell due meanwhile
             self._looks_at = math.inf if wait is None else now + wait
         return wait
