@@ -7,8 +7,9 @@ import errno
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -31,7 +32,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def direct(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
+T = TypeVar("T")
+
+
+def direct(_author: str, fn: Callable[[], T], _paths: Sequence[str]) -> T:
     return fn()
 
 
@@ -206,8 +210,8 @@ def test_an_unexpected_error_in_a_commit_is_logged_counted_and_retried(
 ) -> None:
     calls = []
 
-    def flaky(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
-        calls.append(_path)
+    def flaky(_author: str, fn: Callable[[], T], paths: Sequence[str]) -> T:
+        calls.append(paths)
         if len(calls) == 1:
             raise RuntimeError("a bug in the commit path")
         return fn()

@@ -13,9 +13,9 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -37,7 +37,10 @@ FILES = ("a.md", "b.md")
 DEADLINE_S = 30.0
 
 
-def direct(_author: str, fn: Callable[[], Entry], _path: str) -> Entry:
+T = TypeVar("T")
+
+
+def direct(_author: str, fn: Callable[[], T], _paths: Sequence[str]) -> T:
     return fn()
 
 
@@ -301,6 +304,107 @@ def test_the_committer_reads_the_buffers_oldest_change_first_and_stops_at_one_no
     bufs[1].discard()
     assert tally.failed == 0 and bufs[1] not in tally.changed
     tally.check([b for b in bufs if b is not bufs[1]])
+
+
+# --- files due together land together ----------------------------------------------------
+class Batching(Flaky):
+    """Counts the store transactions the committer opens for several files, refuses
+    the writes of ``refused``, and undoes a whole batch while ``undo_batches``."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.batches = 0
+        self.refused: set[str] = set()
+        self.undo_batches = False
+
+    def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
+        if path in self.refused:
+            raise StoreUnavailable(f"{path} is refused (injected)")
+        return super().write(path, data, **kwargs)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        self.batches += 1
+        with self.inner.batch():
+            yield
+            if self.undo_batches:
+                raise StoreUnavailable("the transaction did not commit (injected)")
+
+
+@pytest.fixture
+def batching(tmp_path: Path) -> Iterator[tuple[PendingWrites, Batching]]:
+    real = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    store = Batching(real)
+    writes = PendingWrites(as_store(store), direct, journal_dir=tmp_path / "j", quiet_period=3600)
+    writes.start()
+    try:
+        yield writes, store
+    finally:
+        store.refused.clear()
+        store.undo_batches = False
+        writes.close()
+        real.close()
+
+
+def make_due(writes: PendingWrites, n: int) -> dict[str, bytes]:
+    """``n`` new files, written and then made due at once (as another writer's change
+    makes them: commit_soon), so the committer finds them all due in one look."""
+    files = {f"n{i:02d}.md": f"file {i}\n".encode() for i in range(n)}
+    for path, text in files.items():
+        writes.create(path, 0o644, ONE, None, None)
+        writes.write(path, text, 0, ONE)
+    writes.commit_soon(list(files))
+    return files
+
+
+def test_files_due_together_land_in_one_transaction(
+    batching: tuple[PendingWrites, Batching],
+) -> None:
+    writes, store = batching
+    files = make_due(writes, 20)
+    wait_for(lambda: writes.get("n19.md") is None, what="the files landed")
+    assert store.batches == 1
+    assert {path: store.inner.read(path)[0] for path in files} == files
+    writes.check_tally()
+
+
+def test_a_file_refused_in_a_batch_stays_pending_and_the_others_land(
+    batching: tuple[PendingWrites, Batching],
+) -> None:
+    writes, store = batching
+    store.refused = {"n03.md"}
+    files = make_due(writes, 8)
+    others = {p for p in files if p != "n03.md"}
+    wait_for(lambda: all(writes.get(p) is None for p in others), what="the others landed")
+    assert {p: store.inner.read(p)[0] for p in others} == {p: files[p] for p in others}
+    refused = writes.get("n03.md")
+    assert refused is not None and state_of(refused) is State.FAILED
+    with pytest.raises(NotFound):
+        store.inner.read("n03.md")
+    store.refused.clear()  # the retry lands it
+    wait_for(lambda: writes.get("n03.md") is None, what="the retry")
+    assert store.inner.read("n03.md")[0] == files["n03.md"]
+    writes.check_tally()
+
+
+def test_a_batch_that_does_not_commit_loses_nothing(
+    batching: tuple[PendingWrites, Batching],
+) -> None:
+    writes, store = batching
+    store.undo_batches = True
+    files = make_due(writes, 8)
+    wait_for(
+        lambda: all(
+            (b := writes.get(p)) is not None and state_of(b) is State.FAILED for p in files
+        ),
+        what="every file of the batch failed",
+    )
+    assert store.inner.listdir("") == []  # nothing of the batch was kept
+    store.undo_batches = False
+    wait_for(lambda: all(writes.get(p) is None for p in files), what="the retries")
+    assert {path: store.inner.read(path)[0] for path in files} == files
+    assert not any(is_conflict_copy(e.path) for e in store.inner.listdir(""))
+    writes.check_tally()
 
 
 # --- the state machine -----------------------------------------------------------------------

@@ -107,7 +107,7 @@ class MemfsOperations(NamespaceOps):
         self._bursts = Bursts()
         self.writes = PendingWrites(
             store,
-            lambda author, fn, path: self._tracked(author, fn, (path,)),
+            lambda author, fn, paths: self._tracked(author, fn, paths),
             act_for=self._bursts.act,
             journal_dir=None if journal is None else Path(journal),
             recovery_dir=None if journal is None else Path(journal) / "recovered",
