@@ -490,3 +490,31 @@ def test_deferred_maintenance_moves_checkpoints_to_maintain(tmp_path: Path) -> N
         store.maintain()
         assert os.path.getsize(db) > before + 200_000
         assert len(store.listdir("")) == 50
+
+
+def test_the_log_file_is_cut_back_when_the_log_starts_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that holds its snapshot keeps the log from starting over, so it grows;
+    once the reader is gone and a checkpoint has copied it back, the next commit starts
+    the log over and cuts the -wal file back to the limit (not kept at its largest)."""
+    limit = 256 << 10
+    monkeypatch.setattr(memfs.store.sqlite_schema, "WAL_SIZE_LIMIT", limit)
+    path = tmp_path / "memory.db"
+    wal = Path(f"{path}-wal")
+    with open_store(f"sqlite://{path}") as store:
+        store.defer_maintenance()  # as a mount daemon: checkpoints only in maintain()
+        reader = sqlite3.connect(path, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM entries").fetchone()  # holds its snapshot
+            for i in range(40):
+                store.write(f"f{i}.md", os.urandom(32 << 10), author="test")
+            store.maintain()
+            assert wal.stat().st_size > 4 * limit
+        finally:
+            reader.close()
+        store.maintain()  # copies all of the log back: nobody reads it now
+        store.write("last.md", b"the log starts over\n", author="test")
+        assert wal.stat().st_size <= limit
+        assert store.read("f39.md")[1].size == 32 << 10
