@@ -116,14 +116,18 @@ def one_run(
     run: int,
     program: str = WRITER,
 ) -> dict[str, float]:
-    name = f"log-{run}-{per_mount[0]}{per_mount[1]}.md"
+    # A name of its own for each row and run: the savers' row once reused the two
+    # appenders' file, 100,000 lines long, and measured saves of a 2 MB file (520
+    # saves/s against 3,700-4,400 for the fresh file it means to measure).
+    kind = "save" if program is SAVER else "log"
+    name = f"{kind}-{run}-{per_mount[0]}{per_mount[1]}.md"
     (a / name).write_text("")
     with open_store(url) as store:
         deadline = time.monotonic() + 30
         while True:
             with contextlib.suppress(Exception):
-                store.stat(name)
-                break
+                if store.read(name)[0] == b"":
+                    break
             if time.monotonic() > deadline:
                 raise SystemExit("the file never reached the store")
             time.sleep(0.01)
