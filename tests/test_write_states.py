@@ -407,6 +407,41 @@ def test_a_batch_that_does_not_commit_loses_nothing(
     writes.check_tally()
 
 
+def test_a_batch_in_flight_never_waits_for_the_mounts_lock(tmp_path: Path) -> None:
+    """A namespace operation holds the mount's lock while it waits for the store's write
+    lock, which a batch holds until its last file is written: the batch must not need the
+    mount's lock meanwhile (each landing notes its journal record inside the batch). They
+    once waited for each other until the store's busy timeout, and an untar's utimens
+    failed with "the store is busy"."""
+    real = open_store(f"sqlite://{tmp_path / 'memory.db'}?busy_timeout=2")
+    in_batch, lock_held = threading.Event(), threading.Event()
+
+    class Pausing(Batching):
+        def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
+            entry = super().write(path, data, **kwargs)
+            if not in_batch.is_set():  # the batch's first file: its write lock is held
+                in_batch.set()
+                assert lock_held.wait(DEADLINE_S)
+            return entry
+
+    store = Pausing(real)
+    writes = PendingWrites(as_store(store), direct, journal_dir=tmp_path / "j", quiet_period=3600)
+    writes.start()
+    try:
+        files = make_due(writes, 4)
+        assert in_batch.wait(DEADLINE_S), "no batch began"
+        with writes.lock:  # as a namespace operation does around its store change
+            lock_held.set()
+            real.write("made-meanwhile.md", b"waits for the batch, not for ever\n", author="x")
+        wait_for(lambda: all(writes.get(p) is None for p in files), what="the batch landed")
+        assert store.batches == 1
+        assert {path: real.read(path)[0] for path in files} == files
+    finally:
+        lock_held.set()
+        writes.close()
+        real.close()
+
+
 # --- the state machine -----------------------------------------------------------------------
 class WritePath(RuleBasedStateMachine):
     """Two writers on one mount and a door on the same store. ``must[f]``: tokens an

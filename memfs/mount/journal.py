@@ -42,6 +42,7 @@ import errno
 import fcntl
 import os
 import struct
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -114,6 +115,9 @@ class Journal:
         self.path = path
         self._fd = fd
         self.size = 0
+        # Appends come under the mount's lock, except a landing's record, which comes
+        # from inside a store transaction that the mount's lock must never wait behind.
+        self._appending = threading.Lock()
 
     # --- records ------------------------------------------------------------------------
     def opened(
@@ -148,17 +152,19 @@ class Journal:
         crc = zlib.crc32(data, zlib.crc32(body, zlib.crc32(struct.pack("<IB", length, kind))))
         head = _HEAD.pack(crc, length, kind)
         want = 8 + length  # crc and length, then the type and payload they cover
-        try:
-            wrote = os.writev(self._fd, [head, body, data] if data else [head, body])
-        except OSError:
-            self._cut()
-            raise
-        if wrote != want:
-            # A short append (the disk filled mid-record): take it back, so the journal
-            # never holds a half record before later whole ones, and refuse the call.
-            self._cut()
-            raise OSError(errno.ENOSPC, "the journal's disk is full")
-        self.size += want
+        with self._appending:
+            try:
+                wrote = os.writev(self._fd, [head, body, data] if data else [head, body])
+            except OSError:
+                self._cut()
+                raise
+            if wrote != want:
+                # A short append (the disk filled mid-record): take it back, so the
+                # journal never holds a half record before later whole ones, and refuse
+                # the call.
+                self._cut()
+                raise OSError(errno.ENOSPC, "the journal's disk is full")
+            self.size += want
 
     def _cut(self) -> None:
         with contextlib.suppress(OSError):
@@ -169,9 +175,10 @@ class Journal:
         """Nothing is pending any more: start the file over once it has grown. Not on
         every empty moment: freeing a file's blocks can mean a slow discard on the disk,
         and a killed daemon inside that ftruncate cannot die until it ends."""
-        if self.size > RESET_AT_BYTES:
-            os.ftruncate(self._fd, 0)
-            self.size = 0
+        with self._appending:
+            if self.size > RESET_AT_BYTES:
+                os.ftruncate(self._fd, 0)
+                self.size = 0
 
     def sync(self) -> None:
         """Make every record appended so far durable, the file's name too: before the

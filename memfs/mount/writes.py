@@ -575,13 +575,20 @@ class PendingWrites:
         return self._journal
 
     def _journal_landing(self, ident: int) -> Callable[[str, int, str], None]:
-        """``land``'s ``before_write`` for journal buffer ``ident``: runs outside the lock
-        with the landing, so it takes the lock (not across the store's answer)."""
+        """``land``'s ``before_write`` for journal buffer ``ident``. It runs inside the
+        store transaction of a batch (_land_group), so it must not take the mount's lock:
+        a namespace operation holds that lock while it waits for the store's write lock,
+        and the two waited for each other until the store's busy timeout (an untar's
+        utimens failed so). The journal it appends to stays while a landing is in
+        flight (compaction waits for landings), and serializes its own appends."""
 
         def note(target: str, expected: int, sha256: str) -> None:
             digest = bytes.fromhex(sha256)
-            with self.lock:
-                self._log().landing(ident, target, expected, digest)
+            journal = self._journal
+            if journal is None:  # (not started: a landing before any write was journaled)
+                with self.lock:
+                    journal = self._log()
+            journal.landing(ident, target, expected, digest)
 
         return note
 
