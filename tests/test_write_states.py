@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import shutil
 import tempfile
 import threading
@@ -440,6 +441,101 @@ def test_a_batch_in_flight_never_waits_for_the_mounts_lock(tmp_path: Path) -> No
         lock_held.set()
         writes.close()
         real.close()
+
+
+class Chaos(Batching):
+    """Refuses a share of writes and undoes a share of batches, at random (seeded)."""
+
+    def __init__(self, inner: Store, seed: int) -> None:
+        super().__init__(inner)
+        self.rng = random.Random(seed)
+        self.calm = False
+        self._rng_lock = threading.Lock()
+
+    def _roll(self, p: float) -> bool:
+        with self._rng_lock:
+            return not self.calm and self.rng.random() < p
+
+    def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
+        if self._roll(0.01):  # (a refused file refuses writes for a second: not often)
+            raise StoreUnavailable(f"{path}: refused (injected)")
+        return super().write(path, data, **kwargs)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        self.batches += 1
+        undo = self._roll(0.1)
+        with self.inner.batch():
+            yield
+            if undo:
+                raise StoreUnavailable("the transaction did not commit (injected)")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_appenders_on_shared_files_with_failing_commits_lose_nothing(
+    tmp_path: Path, seed: int
+) -> None:
+    """Four programs append to six shared files through one mount's write path while
+    the committer lands what falls due (alone or in batches) and the store refuses
+    writes and undoes batches at random: every append that was acknowledged is in the
+    store once, in its writer's order."""
+    real = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    files = [f"f{i}.md" for i in range(6)]
+    for f in files:
+        real.write(f, b"", author="setup")
+    store = Chaos(real, seed)
+    writes = PendingWrites(as_store(store), direct, journal_dir=tmp_path / "j", quiet_period=0.002)
+    writes.start()
+    acked: dict[str, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def program(k: int) -> None:
+        who = Writer(pid=5000 + k, started=1, program=f"p{k}", user="someone")
+        rng = random.Random(seed * 100 + k)
+        mine = acked.setdefault(who.program, [])
+        try:
+            for n in range(150):
+                f = rng.choice(files)
+                token = f"{who.program}-{n}"
+                try:
+                    writes.write(f, f"{token}\n".encode(), 0, who, append=True)
+                except (OSError, MemfsError):
+                    continue  # refused (a failing file): not acknowledged
+                mine.append(token)
+                roll = rng.random()
+                if roll < 0.1:
+                    with contextlib.suppress(OSError, MemfsError):
+                        writes.commit(f)  # an fsync; a failure keeps the data
+                elif roll < 0.2:
+                    writes.commit_soon(files)  # as another mount's change makes them due
+        except BaseException as e:  # (reported below: a thread's error must not vanish)
+            errors.append(e)
+
+    threads = [threading.Thread(target=program, args=(k,)) for k in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(DEADLINE_S)
+        assert not any(t.is_alive() for t in threads) and not errors, errors
+        store.calm = True  # the retries land what is left
+        wait_for(lambda: writes.pending_bytes == 0, what="everything landed")
+        writes.check_tally()
+        assert store.batches > 0, "no batch was tried"
+    finally:
+        store.calm = True
+        health = writes.close()
+    assert health.unsaved == ()
+    stored = {f: real.read(f)[0].decode().split() for f in files}
+    real.close()
+    lines = [ln for f in files for ln in stored[f]]
+    assert len(lines) == len(set(lines)), "an append landed twice"
+    for prog, tokens in acked.items():
+        missing = set(tokens) - set(lines)
+        assert not missing, f"acknowledged, not in the store: {sorted(missing)[:5]}"
+        for f in files:  # in each file, one writer's appends in the order it made them
+            numbers = [int(ln.rpartition("-")[2]) for ln in stored[f] if ln.startswith(prog + "-")]
+            assert numbers == sorted(numbers), f"{f}: {prog}'s appends out of order"
 
 
 # --- the state machine -----------------------------------------------------------------------
