@@ -308,6 +308,19 @@ def test_the_committer_reads_the_buffers_oldest_change_first_and_stops_at_one_no
 
 
 # --- files due together land together ----------------------------------------------------
+@contextlib.contextmanager
+def running(store: Flaky, tmp_path: Path) -> Iterator[PendingWrites]:
+    """A started write path over ``store`` (commits only when asked or hurried); closed,
+    with the store under it, at the end."""
+    writes = PendingWrites(as_store(store), direct, journal_dir=tmp_path / "j", quiet_period=3600)
+    writes.start()
+    try:
+        yield writes
+    finally:
+        writes.close()
+        store.inner.close()
+
+
 class Batching(Flaky):
     """Counts the store transactions the committer opens for several files, refuses
     the writes of ``refused``, and undoes a whole batch while ``undo_batches``."""
@@ -334,17 +347,13 @@ class Batching(Flaky):
 
 @pytest.fixture
 def batching(tmp_path: Path) -> Iterator[tuple[PendingWrites, Batching]]:
-    real = open_store(f"sqlite://{tmp_path / 'memory.db'}")
-    store = Batching(real)
-    writes = PendingWrites(as_store(store), direct, journal_dir=tmp_path / "j", quiet_period=3600)
-    writes.start()
-    try:
-        yield writes, store
-    finally:
-        store.refused.clear()
-        store.undo_batches = False
-        writes.close()
-        real.close()
+    store = Batching(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
+    with running(store, tmp_path) as writes:
+        try:
+            yield writes, store
+        finally:
+            store.refused.clear()
+            store.undo_batches = False
 
 
 def make_due(writes: PendingWrites, n: int) -> dict[str, bytes]:
@@ -771,15 +780,12 @@ def held(tmp_path: Path) -> Iterator[tuple[PendingWrites, Flaky]]:
     real.write("slow.md", b"", author="someone")
     real.write("other.md", b"", author="someone")
     flaky = Flaky(real)
-    writes = PendingWrites(as_store(flaky), direct, journal_dir=tmp_path / "j", quiet_period=3600)
-    writes.start()
-    try:
-        yield writes, flaky
-    finally:
-        if flaky.gate is not None:
-            flaky.gate.set()
-        writes.close()
-        real.close()
+    with running(flaky, tmp_path) as writes:
+        try:
+            yield writes, flaky
+        finally:
+            if flaky.gate is not None:
+                flaky.gate.set()
 
 
 def test_a_landing_held_in_the_store_blocks_no_other_write(
