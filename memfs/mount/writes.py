@@ -73,7 +73,7 @@ import logging
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -1109,14 +1109,15 @@ class PendingWrites:
             self._wake.clear()
 
     def _commit_due(self) -> float | None:
-        """Commit what is due, the files due together in one transaction each landing
+        """Commit what is due (the files due together in one transaction), each landing
         without the lock so other files are not held up; return the seconds until the
         next one is due."""
         with self.lock:
             if self._board.lost:
                 self._looks_at = math.inf
                 return None  # nothing more goes into a store that went away
-            ready, _ = self._tally.due(self.quiet_period, time.monotonic())
+            due, _ = self._tally.due(self.quiet_period, time.monotonic())
+        ready = deque(due)
         landed = False
         while ready:
             if self._halt.is_set():
@@ -1133,15 +1134,15 @@ class PendingWrites:
                         self._commit_group(group)
         with self.lock:
             now = time.monotonic()
-            ready, wait = self._tally.due(self.quiet_period, now)
-            if ready:
+            due, wait = self._tally.due(self.quiet_period, now)
+            if due:
                 wait = 0.0  # fell due meanwhile
             if landed and wait is not None:
                 wait = max(wait, BATCH_PAUSE)
             self._looks_at = math.inf if wait is None else now + wait
         return wait
 
-    def _group(self, ready: list[Buffer]) -> list[Buffer]:
+    def _group(self, ready: deque[Buffer]) -> list[Buffer]:
         """Take from the front of ``ready`` (under the lock) what lands next: the
         buffers still due, up to BATCH_FILES and BATCH_BYTES; a failed one alone (its
         retry is reported on its own)."""
@@ -1155,12 +1156,12 @@ class PendingWrites:
                 or buf.state not in (State.DIRTY, State.FAILED)
                 or buf.due_in(self.quiet_period, now) > 0  # written again since
             ):
-                ready.pop(0)
+                ready.popleft()
                 continue
             alone = buf.state is State.FAILED or len(buf.data) >= BATCH_BYTES
             if group and (alone or size + len(buf.data) > BATCH_BYTES):
                 break
-            group.append(ready.pop(0))
+            group.append(ready.popleft())
             size += len(buf.data)
             if alone:
                 break
