@@ -745,53 +745,67 @@ class PendingWrites:
         if buf.state is State.CLEAN:
             self._release(buf)
             return
-        snap = buf.begin_commit()
-        landing: Landing | None = None
-        content: bytes | None = None
-        failure: BaseException | None = None
-        with self.lock.outside():
-            try:
-                landing = self._land(snap)
-                if landing.outcome != "written" and buf.changed_since_snapshot():
-                    # Writes arrived meanwhile on top of bytes the store did not keep as
-                    # they were: they follow what it did keep.
-                    content = self.store.read_revision(snap.path, landing.entry.rev)
-            except BaseException as e:
-                failure = e
-        try:
-            if failure is not None or landing is None:
-                self._failed(buf, snap, failure or RuntimeError("no landing"))
-                raise failure or RuntimeError("no landing")
-            self._landed(buf, snap, landing, content)
-        finally:
-            self.lock.notify()
+        failure = self._commit_all([buf], lambda snaps: [self._try_land(snaps[0])])[0]
+        if failure is not None:
+            raise failure
 
     def _commit_group(self, bufs: list[Buffer]) -> None:
         """Land several due buffers in one store transaction (the caller holds the lock;
         the landing runs without it). Each lands or fails on its own, as if alone: a
         refused one leaves nothing and the others go on (Store.batch); a transaction that
         does not commit fails them all, and each is kept and retried as any failure."""
+        self._commit_all(bufs, self._land_group)
+
+    def _commit_all(
+        self,
+        bufs: list[Buffer],
+        land_all: Callable[[list[Snapshot]], list[Landing | BaseException]],
+    ) -> list[BaseException | None]:
+        """Freeze ``bufs`` (under the lock), land them without it at the outermost hold
+        (``land_all``: one landing or error per snapshot), then settle each by its result;
+        return each one's failure (None: landed)."""
         snaps = [buf.begin_commit() for buf in bufs]
-        contents: list[bytes | None] = [None] * len(bufs)
         with self.lock.outside():
-            results = self._land_group(snaps)
-            for i, (buf, snap, result) in enumerate(zip(bufs, snaps, results, strict=True)):
-                if isinstance(result, Landing) and result.outcome != "written":
-                    with contextlib.suppress(Exception):  # else read under the lock
-                        if buf.changed_since_snapshot():  # (as _commit does)
-                            contents[i] = self.store.read_revision(snap.path, result.entry.rev)
+            results = land_all(snaps)
+            contents = [
+                self._content_since(*each) for each in zip(bufs, snaps, results, strict=True)
+            ]
+        failures: list[BaseException | None] = []
         try:
             for buf, snap, result, content in zip(bufs, snaps, results, contents, strict=True):
                 try:
                     if isinstance(result, Landing):
                         self._landed(buf, snap, result, content)
+                        failures.append(None)
                     else:
                         self._failed(buf, snap, result)
-                except Exception:
+                        failures.append(result)
+                except Exception as e:  # one file's settling must not strand the others
                     log.exception("memfs: settling the commit of %s failed", snap.path)
                     self._board.count_error()
+                    failures.append(e)
         finally:
             self.lock.notify()
+        return failures
+
+    def _content_since(
+        self, buf: Buffer, snap: Snapshot, result: Landing | BaseException
+    ) -> bytes | None:
+        """What landed, read without the lock, when writes arrived meanwhile on top of
+        bytes the store did not keep as they were (they follow what it did keep); None
+        when not needed, or when the read fails (:meth:`_landed` reads it then)."""
+        if not isinstance(result, Landing) or result.outcome == "written":
+            return None
+        with contextlib.suppress(Exception):
+            if buf.changed_since_snapshot():
+                return self.store.read_revision(snap.path, result.entry.rev)
+        return None
+
+    def _try_land(self, snap: Snapshot) -> Landing | BaseException:
+        try:
+            return self._land(snap)
+        except BaseException as e:  # settled as the buffer's failure, then raised
+            return e
 
     def _land_group(self, snaps: list[Snapshot]) -> list[Landing | BaseException]:
         results: list[Landing | BaseException] = []
