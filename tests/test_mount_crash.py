@@ -18,6 +18,7 @@ import pytest
 
 from memfs import host
 from memfs.mount.ops import MountOptions
+from memfs.mount.writes import SYNC_IN_JOURNAL_FROM
 from tests.fixtures.mount import MountHandle, wait_for
 
 pytestmark = pytest.mark.fuse
@@ -234,3 +235,23 @@ def test_untar_keeps_the_archives_mtimes_in_one_change_each_and_across_a_kill9(
         assert (mount.mountpoint / name).stat().st_mtime_ns == ARCHIVED_NS, name
     kinds = [(c.path, c.kind) for c in store.changes(seq)]
     assert sorted(kinds) == sorted([("sub", "mkdir")] + [(n, "create") for n in names])
+
+
+def test_a_large_file_fsynced_then_a_kill9_is_in_the_store_after_the_next_mount(
+    mount_factory: Callable[..., MountHandle],
+) -> None:
+    """The fsync of a large file returns once the daemon's journal holds it durably, and
+    its commit follows in the background: a daemon killed right after the fsync (before
+    or during that commit) loses none of it, and it is stored once."""
+    mount = mount_factory(options=MountOptions(auto_unmount=False))
+    data = os.urandom(SYNC_IN_JOURNAL_FROM + 12345)
+    with open(mount.mountpoint / "big.bin", "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    mount.kill9()  # (a close commits nothing: the commit is the fsync's, or the quiet's)
+    mount.restart()
+    store = mount.store()
+    assert store.read("big.bin")[0] == data
+    assert len(store.history("big.bin")) == 1
+    assert (mount.mountpoint / "big.bin").read_bytes() == data

@@ -13,10 +13,11 @@ from typing import TypeVar
 
 import pytest
 
-from memfs.errors import StoreFull
+from memfs.errors import NotFound, StoreFull
 from memfs.mount import journal as jr
+from memfs.mount import writes as writes_module
 from memfs.mount.bursts import Writer
-from memfs.mount.writes import COMPACT_AT_BYTES, Health, PendingWrites
+from memfs.mount.writes import COMPACT_AT_BYTES, SYNC_IN_JOURNAL_FROM, Health, PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
 from tests.fixtures.mount import wait_for
@@ -278,3 +279,106 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
     done.done(1)
     done.close(keep=True)
     assert jr.abandoned(tmp_path / "other") == []
+
+
+def synced_inodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The inodes of the files fdatasync is called on from now on (the real call runs)."""
+    seen: list[int] = []
+    real = os.fdatasync
+
+    def spy(fd: int) -> None:
+        seen.append(os.fstat(fd).st_ino)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", spy)
+    return seen
+
+
+def test_an_fsync_of_a_large_file_syncs_the_journal_and_its_commit_follows(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced = synced_inodes(monkeypatch)
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
+    data = os.urandom(SYNC_IN_JOURNAL_FROM)
+    w.create("big.bin", 0o600, ME, None, None)
+    w.write("big.bin", data, 0, ME)
+    w.sync("big.bin")
+    (journal,) = (tmp_path / "journal").glob("*.journal")
+    assert synced == [journal.stat().st_ino]
+    with pytest.raises(NotFound):
+        store.stat("big.bin")  # no committer yet: the fsync itself stored nothing
+    w.start()  # the file is due at once, for all its hour of quiet period
+    wait_for(lambda: w.get("big.bin") is None, 30, what="the commit after the fsync")
+    assert store.read("big.bin")[0] == data
+    assert len(store.history("big.bin")) == 1
+    w.close()
+
+
+def test_an_fsync_of_a_small_file_commits_it_before_it_returns(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced = synced_inodes(monkeypatch)
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
+    w.create("small.md", 0o600, ME, None, None)
+    w.write("small.md", b"kept", 0, ME)
+    w.sync("small.md")
+    assert store.read("small.md")[0] == b"kept"
+    assert synced == []
+    w.close()
+
+
+def test_a_large_file_fsynced_by_a_daemon_that_died_before_its_commit_is_recovered(
+    store: Store, tmp_path: Path
+) -> None:
+    journal_dir = tmp_path / "journal"
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from memfs.store import open_store\n"
+        "from memfs.mount.bursts import Writer\n"
+        "from memfs.mount.writes import PendingWrites, SYNC_IN_JOURNAL_FROM\n"
+        f"store = open_store({store.url!r})\n"
+        # No committer: the daemon dies after the fsync returned, before any landing.
+        f"w = PendingWrites(store, lambda a, fn, p: fn(), journal_dir=Path({str(journal_dir)!r}))\n"
+        f"w.create('big.bin', 0o600, {ME!r}, None, None)\n"
+        f"w.write('big.bin', bytes(range(256)) * (SYNC_IN_JOURNAL_FROM // 256), 0, {ME!r})\n"
+        "w.sync('big.bin')\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    with pytest.raises(NotFound):
+        store.stat("big.bin")
+    w = PendingWrites(store, direct, journal_dir=journal_dir)
+    assert w.recover() == ["big.bin"]
+    assert store.read("big.bin")[0] == bytes(range(256)) * (SYNC_IN_JOURNAL_FROM // 256)
+    assert store.history("big.bin")[0].author == ME.actor
+    w.close()
+
+
+def test_a_journal_compacted_under_an_fsynced_file_is_synced_before_the_old_one_goes(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync made the file durable in the journal; a compaction replaces that
+    journal by a new one and deletes it, so the new one must be durable first."""
+    monkeypatch.setattr(writes_module, "COMPACT_AT_BYTES", 1 << 20)
+    synced: list[Path] = []
+    real = jr.Journal.sync
+
+    def spy(journal: jr.Journal) -> None:
+        synced.append(journal.path)
+        real(journal)
+
+    monkeypatch.setattr(jr.Journal, "sync", spy)
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
+    block = os.urandom(SYNC_IN_JOURNAL_FROM)
+    w.create("big.bin", 0o600, ME, None, None)
+    w.write("big.bin", block, 0, ME)
+    w.sync("big.bin")
+    (first,) = (tmp_path / "journal").glob("*.journal")
+    for _ in range(4):  # rewritten in place: the journal grows past 4x what is pending
+        w.write("big.bin", block, 0, ME)
+    (journal,) = (tmp_path / "journal").glob("*.journal")
+    assert journal != first  # compacted into a new file
+    assert synced == [journal]
+    w.close()
+    assert store.read("big.bin")[0] == block

@@ -6,7 +6,9 @@ keeps what a write(2) wrote when the process dies, so a daemon killed with ``kil
 (or OOM-killed, or crashed) leaves every acknowledged change here; the next mount of the
 same store replays it (:func:`replay`) and commits the files. Power loss is not covered
 by the journal (no fsync per write, like any disk's page cache); fsync of a file
-commits it to the store, whose ``synchronous`` setting says how durable that is.
+commits it to the store, whose ``synchronous`` setting says how durable that is, except
+for a large file: its fsync makes this file durable (:meth:`Journal.sync_data`) and its
+commit follows in the background, as a database's log is synced and applied later.
 
 Format: records of ``crc32 (4) | length (4) | type (1) | payload``, little-endian; the
 CRC covers length, type and payload. Replay stops at the first record that is short or
@@ -118,6 +120,7 @@ class Journal:
         # Appends come under the mount's lock, except a landing's record, which comes
         # from inside a store transaction that the mount's lock must never wait behind.
         self._appending = threading.Lock()
+        self._named = False  # whether the directory's entry for the file is durable
 
     # --- records ------------------------------------------------------------------------
     def opened(
@@ -185,6 +188,26 @@ class Journal:
         journal it replaces goes (a compaction that must survive power loss)."""
         os.fsync(self._fd)
         sync_dir(self.directory)
+        self._named = True
+
+    def sync_data(self) -> None:
+        """Make every record appended before the call durable (and the file's name, the
+        first time): an fsync of a file whose commit follows it (see
+        ``PendingWrites.sync``). Appends go on meanwhile: the sync runs on a duplicate
+        of the descriptor, taken under the append lock, so a close meanwhile cannot hand
+        its number to another file. A journal closed already has nothing to sync (its
+        buffers went whole into the one that replaced it, synced by that compaction)."""
+        with self._appending:
+            if self._fd < 0:
+                return
+            fd = os.dup(self._fd)
+        try:
+            os.fdatasync(fd)
+            if not self._named:
+                sync_dir(self.directory)
+                self._named = True
+        finally:
+            os.close(fd)
 
     def close(self, *, keep: bool, shred: bool = False) -> None:
         """Stop appending; ``keep`` leaves the file for the next mount to replay, and
@@ -196,8 +219,9 @@ class Journal:
                 shred_file(self.path)
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        os.close(self._fd)
-        self._fd = -1
+        with self._appending:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def sync_dir(directory: Path) -> None:

@@ -650,7 +650,7 @@ class MemfsOperations(NamespaceOps):
             return 0  # an unlinked file has nowhere to be committed to
         p = rel(path)
         try:
-            self._commit(p)
+            self.writes.sync(p)
         except errors.StoreUnavailable:
             # Perhaps the store file was deleted under the mount a moment ago, which a
             # thread new to the store cannot open. If so the follower saves what is
@@ -659,7 +659,7 @@ class MemfsOperations(NamespaceOps):
             follower = self._follower
             if follower is None or not follower.look_at_storage(STORAGE_LOOK_S):
                 raise
-            self._commit(p)
+            self.writes.sync(p)
         return 0
 
     def _flush(self, path: str | None, fh: int) -> int:
