@@ -281,10 +281,15 @@ def abandoned(directory: Path) -> list[Path]:
     found = []
     for path, _fd in orphans(directory):
         with contextlib.suppress(OSError):
-            records = list(_records(path.read_bytes()))
-            if _pending(records):
+            if holds_pending(path):
                 found.append(path)
     return found
+
+
+def holds_pending(path: Path) -> bool:
+    """Whether the journal at ``path`` holds a buffer opened and not done (it may be a
+    live daemon's: a landing is done in the journal just after the store has it)."""
+    return bool(_pending(list(_records(path.read_bytes()))))
 
 
 def _records(data: bytes) -> Iterator[tuple[int, memoryview]]:
