@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memfs.errors import Conflict, IllegalTransition, MemfsError, NotFound, StoreUnavailable
+from memfs.mount import journal as jr
 from memfs.mount.buffer import LEND_AT, PAGE, SPLIT_GRACE, Buffer, State, Tally
 from memfs.mount.bursts import Writer
 from memfs.mount.writes import PendingWrites
@@ -564,6 +565,7 @@ class WritePath(RuleBasedStateMachine):
             recovery_dir=self.tmp / "journal" / "recovered",
             quiet_period=3600,
         )
+        self.writes.sync_in_journal_from = 1  # (fsync_large; fsync commits at once)
         self.writes.start()
         self.must: dict[str, set[bytes]] = {f: set() for f in FILES}
         self.count = 0
@@ -711,6 +713,15 @@ class WritePath(RuleBasedStateMachine):
         with contextlib.suppress(OSError, MemfsError):
             self.writes.commit(f)
 
+    @rule(f=st.sampled_from(FILES))
+    def fsync_large(self, f: str) -> None:
+        """An fsync of a file past the size whose fsync syncs the journal and leaves the
+        commit to the committer (made small here, so the machine's files reach it)."""
+        if self.in_flight(f):
+            return
+        with contextlib.suppress(OSError, MemfsError):
+            self.writes.sync(f)
+
     @rule()
     def commit_all(self) -> None:
         if self.landing is not None:
@@ -771,6 +782,45 @@ WritePath.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_the_write_path_as_a_state_machine = WritePath.TestCase
+
+
+# --- an fsync the journal keeps --------------------------------------------------------------
+def test_writes_made_while_an_fsynced_file_lands_stay_durable_in_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large file's fsync syncs the journal and leaves the commit to the committer.
+    Writes that come while that landing is in flight stay pending, journaled anew as a
+    whole once the landing ends; the old records (synced) are done only after the new
+    ones are synced too, or a power loss could keep the done and lose the new."""
+    synced: list[int] = []
+    real_sync = jr.Journal.sync_data
+
+    def counting(journal: jr.Journal) -> None:
+        synced.append(journal.size)
+        real_sync(journal)
+
+    monkeypatch.setattr(jr.Journal, "sync_data", counting)
+    store = Flaky(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
+    with running(store, tmp_path) as writes:
+        writes.sync_in_journal_from = 1
+        writes.create("big.bin", 0o644, ONE, None, None)
+        writes.write("big.bin", b"first\n", 0, ONE)
+        store.gate, store.gated = threading.Event(), "big.bin"
+        writes.sync("big.bin")
+        assert len(synced) == 1
+        assert store.held.wait(DEADLINE_S), "the committer never began the landing"
+        writes.write("big.bin", b"second\n", 0, ONE, append=True)  # past the snapshot
+        store.gate.set()
+        wait_for(lambda: len(synced) == 2, what="the journal synced after the landing")
+        buf = writes.get("big.bin")
+        assert buf is not None and bytes(buf.data) == b"first\nsecond\n"
+        assert store.inner.read("big.bin")[0] == b"first\n"
+        (journal,) = (tmp_path / "j").glob("*.journal")
+        replayed = jr.replay(journal, lambda p, rev: store.inner.read_revision(p, rev))
+        assert [bytes(r.data) for r in replayed] == [b"first\nsecond\n"]
+        store.gate = None
+        writes.commit("big.bin")
+        assert store.inner.read("big.bin")[0] == b"first\nsecond\n"
 
 
 # --- a landing in flight holds up nothing else -------------------------------------------

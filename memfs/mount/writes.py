@@ -220,6 +220,7 @@ class PendingWrites:
         self.quiet_period = quiet_period
         cap = store.max_file_bytes or 0
         self.max_pending_bytes = max(max_pending_bytes, 2 * cap)
+        self.sync_in_journal_from = SYNC_IN_JOURNAL_FROM  # see sync
         # Told each path whose content the kernel may hold wrong after a commit here (an
         # append moved to the true end, a rebase, a conflict copy): it invalidates them
         # from a thread that is not a FUSE callback.
@@ -477,13 +478,13 @@ class PendingWrites:
 
     def sync(self, path: str) -> None:
         """fsync: make what is pending for ``path`` durable. A small change is committed
-        now, as :meth:`commit`. A large one (SYNC_IN_JOURNAL_FROM) is made durable where
-        it already is, the journal (one fdatasync, which survives power loss whatever
-        the store's ``synchronous`` setting), and falls due at once: the committer lands
-        it in the background, so the fsync costs about what the disk's own does rather
-        than the hashing and storing of every byte. Other mounts see it when it lands; a
-        landing that fails is kept, reported and retried like any commit, and the next
-        write or fsync of the file answers its error."""
+        now, as :meth:`commit`. A large one (:attr:`sync_in_journal_from` bytes or more)
+        is made durable where it already is, the journal (one fdatasync, which survives
+        power loss whatever the store's ``synchronous`` setting), and falls due at once:
+        the committer lands it in the background, so the fsync costs about what the
+        disk's own does rather than the hashing and storing of every byte. Other mounts
+        see it when it lands; a landing that fails is kept, reported and retried like
+        any commit, and the next write or fsync of the file answers its error."""
         with self.lock:
             buf = self._bufs.get(path)
             if buf is None:
@@ -491,7 +492,7 @@ class PendingWrites:
             if (
                 self._journal_dir is None
                 or buf.state not in (State.DIRTY, State.COMMITTING)
-                or len(buf.data) < SYNC_IN_JOURNAL_FROM
+                or len(buf.data) < self.sync_in_journal_from
             ):
                 self._commit(buf)
                 return
