@@ -278,8 +278,10 @@ def large_rows(
         )
     )
     if args.rss_mib:
-        with mounted(db, mnt) as srv:
+        with mounted(db, mnt) as srv, open_store(str(db)) as seen:
             wrote = write_big(mnt / "huge.bin", args.rss_mib)
+            # The peak once the commit that follows the fsync is in the store.
+            landed = in_store_after(seen, "huge.bin", args.rss_mib << 20, limit=600)
             written_peak = peak_rss_mib(srv.proc.pid)
         read, read_peak = float("nan"), float("nan")
         if not args.rss_write_only:
@@ -292,7 +294,7 @@ def large_rows(
                 f"write {args.rss_mib} MiB + fsync",
                 wrote,
                 float("nan"),
-                f"daemon peak RSS {written_peak:.0f} MiB",
+                f"daemon peak RSS {written_peak:.0f} MiB; in the store {landed:.1f} s later",
             )
         )
         rows.append(

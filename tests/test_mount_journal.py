@@ -21,6 +21,7 @@ from memfs.mount.writes import COMPACT_AT_BYTES, SYNC_IN_JOURNAL_FROM, Health, P
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
 from tests.fixtures.mount import wait_for
+from tests.fixtures.spying import calls
 
 # A writer as the mount reads it from /proc (its pid is no live process here).
 ME = Writer(pid=4242, started=0, program="writer", user="someone")
@@ -283,26 +284,25 @@ def test_a_journal_of_finished_saves_holds_nothing_and_costs_no_store_reads(
 
 def synced_inodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The inodes of the files fdatasync is called on from now on (the real call runs)."""
-    seen: list[int] = []
-    real = os.fdatasync
+    return calls(monkeypatch, os, "fdatasync", lambda fd: os.fstat(fd).st_ino)
 
-    def spy(fd: int) -> None:
-        seen.append(os.fstat(fd).st_ino)
-        real(fd)
 
-    monkeypatch.setattr(os, "fdatasync", spy)
-    return seen
+def fsynced_large(store: Store, tmp_path: Path) -> tuple[PendingWrites, bytes]:
+    """A write path (its committer not started) holding a new file large enough that
+    its fsync syncs the journal, after that fsync; and the file's content."""
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
+    data = os.urandom(SYNC_IN_JOURNAL_FROM)
+    w.create("big.bin", 0o600, ME, None, None)
+    w.write("big.bin", data, 0, ME)
+    w.sync("big.bin")
+    return w, data
 
 
 def test_an_fsync_of_a_large_file_syncs_the_journal_and_its_commit_follows(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced = synced_inodes(monkeypatch)
-    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
-    data = os.urandom(SYNC_IN_JOURNAL_FROM)
-    w.create("big.bin", 0o600, ME, None, None)
-    w.write("big.bin", data, 0, ME)
-    w.sync("big.bin")
+    w, data = fsynced_large(store, tmp_path)
     (journal,) = (tmp_path / "journal").glob("*.journal")
     assert synced == [journal.stat().st_ino]
     with pytest.raises(NotFound):
@@ -361,19 +361,8 @@ def test_a_journal_compacted_under_an_fsynced_file_is_synced_before_the_old_one_
     """The fsync made the file durable in the journal; a compaction replaces that
     journal by a new one and deletes it, so the new one must be durable first."""
     monkeypatch.setattr(writes_module, "COMPACT_AT_BYTES", 1 << 20)
-    synced: list[Path] = []
-    real = jr.Journal.sync
-
-    def spy(journal: jr.Journal) -> None:
-        synced.append(journal.path)
-        real(journal)
-
-    monkeypatch.setattr(jr.Journal, "sync", spy)
-    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal", quiet_period=3600)
-    block = os.urandom(SYNC_IN_JOURNAL_FROM)
-    w.create("big.bin", 0o600, ME, None, None)
-    w.write("big.bin", block, 0, ME)
-    w.sync("big.bin")
+    synced = calls(monkeypatch, jr.Journal, "sync", lambda journal: journal.path)
+    w, block = fsynced_large(store, tmp_path)
     (first,) = (tmp_path / "journal").glob("*.journal")
     for _ in range(4):  # rewritten in place: the journal grows past 4x what is pending
         w.write("big.bin", block, 0, ME)

@@ -31,6 +31,7 @@ from memfs.mount.writes import PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Act, Entry, Store
 from memfs.store.rebase import is_conflict_copy
+from tests.fixtures.spying import calls
 from tests.fixtures.waiting import wait_for
 
 ONE = Writer(pid=4242, started=1, program="one", user="someone")
@@ -792,14 +793,7 @@ def test_writes_made_while_an_fsynced_file_lands_stay_durable_in_the_journal(
     Writes that come while that landing is in flight stay pending, journaled anew as a
     whole once the landing ends; the old records (synced) are done only after the new
     ones are synced too, or a power loss could keep the done and lose the new."""
-    synced: list[int] = []
-    real_sync = jr.Journal.sync_data
-
-    def counting(journal: jr.Journal) -> None:
-        synced.append(journal.size)
-        real_sync(journal)
-
-    monkeypatch.setattr(jr.Journal, "sync_data", counting)
+    synced = calls(monkeypatch, jr.Journal, "sync_data", lambda journal: journal.size)
     store = Flaky(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
     with running(store, tmp_path) as writes:
         writes.sync_in_journal_from = 1
