@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from memfs.errors import MountError, NotFound
+from memfs.mount.writes import SYNC_IN_JOURNAL_FROM
 from memfs.paths import name_problem
 from memfs.store import open_store
 from memfs.store.base import Store
@@ -652,6 +653,10 @@ def test_commit_on_close_option(mounts: Callable[..., Mount], store: Store) -> N
     m = mounts(commit_quiet_period=60.0, commit_on_close=True)
     (m.path / "closed.md").write_bytes(b"closed means committed")
     assert store.read("closed.md")[0] == b"closed means committed"
+    # A file large enough that an fsync leaves its commit to follow: a close does not.
+    large = os.urandom(SYNC_IN_JOURNAL_FROM + 1)
+    (m.path / "large.bin").write_bytes(large)
+    assert store.read("large.bin")[0] == large
 
 
 def test_bad_mountpoints_are_refused(tmp_path: Path, store: Store) -> None:

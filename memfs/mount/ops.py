@@ -646,24 +646,30 @@ class MemfsOperations(NamespaceOps):
 
     @op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
+        # Durable: a large file's commit may follow it (PendingWrites.sync).
+        return self._settled(path, self.writes.sync)
+
+    @op
+    def _flush(self, path: str | None, fh: int) -> int:
+        # --commit-on-close promises the store has the file when close returns.
+        return self._settled(path, self.writes.commit)
+
+    def _settled(self, path: str | None, settle: Callable[[str], None]) -> int:
         if path is None:
             return 0  # an unlinked file has nowhere to be committed to
         p = rel(path)
         try:
-            self.writes.sync(p)
+            settle(p)
         except errors.StoreUnavailable:
             # Perhaps the store file was deleted under the mount a moment ago, which a
             # thread new to the store cannot open. If so the follower saves what is
             # pending (this file too) into the store it holds open and rescues that:
-            # then this fsync has nothing left to do, and answers as the data deserves.
+            # then this call has nothing left to do, and answers as the data deserves.
             follower = self._follower
             if follower is None or not follower.look_at_storage(STORAGE_LOOK_S):
                 raise
-            self.writes.sync(p)
+            settle(p)
         return 0
-
-    def _flush(self, path: str | None, fh: int) -> int:
-        return self.fsync(path, 0, fh)
 
     def _commit(self, p: str) -> None:
         self.writes.commit(p)
