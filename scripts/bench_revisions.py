@@ -1,0 +1,94 @@
+"""What one revision costs the store, by the size of the content it stores.
+
+    .venv/bin/python scripts/bench_revisions.py [--lines 5000] [--revisions 400] [--url URL]
+
+An appender's revision adds a line to a file, and the store keeps the whole new content
+as its blob: hashed, zlib-packed past 4 KiB (SQLite), written. Four writers on two
+mounts make one revision per turn of writers, so this cost, in proportion to the file,
+is what bounds that layout (``scripts/bench_many_writers.py``). Rows, in one store:
+
+* ``growing``: revisions of a text file of ``--lines`` lines (about 40 KB) that grows
+  by one line each, compare-and-set on the revision before, as a mount's landing
+  writes them;
+* ``small`` (the baseline): the same revisions of a file that stays 64 bytes, what a
+  revision would cost if it stored only what the append added.
+
+Each alone (one transaction a revision) and ten to a batch (one transaction, as a
+queue of turns landed together would), with the daemon's deferred maintenance (the
+search index off the write path). Prints microseconds a revision, medians of 3 passes,
+and growing/small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memfs.store import open_store
+from memfs.store.base import Act, Store
+
+
+def revisions(
+    store: Store, path: str, grow: Callable[[bytes, int], bytes], n: int, batch: int
+) -> float:
+    """Microseconds a revision for ``n`` revisions of ``path``, ``batch`` a transaction."""
+    content, entry = store.read(path)
+    rev = entry.rev
+    start = time.perf_counter()
+    done = 0
+    while done < n:
+        with store.batch():
+            for _ in range(batch):
+                content = grow(content, done)
+                writer = f"writer {done % 2}"  # two writers in turn, as the layout has
+                with store.acting(Act(writer)):
+                    rev = store.write(path, content, author=writer, expected_rev=rev).rev
+                done += 1
+    return (time.perf_counter() - start) / done * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lines", type=int, default=5000)
+    parser.add_argument("--revisions", type=int, default=400)
+    parser.add_argument("--url", help="a store URL (default: a new SQLite file)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memfs-revisions-") as tmp:
+        store = open_store(args.url or f"sqlite://{tmp}/m.db")
+        store.defer_maintenance()  # as a mount daemon's store: no indexing in the write
+        try:
+            text = b"".join(f"w{i % 2}-{i}\n".encode() for i in range(args.lines))
+            rows = {
+                "growing": lambda data, i: data + f"w{i % 2}-{args.lines + i}\n".encode(),
+                "small": lambda data, i: f"{i:063d}\n".encode(),
+            }
+            print(f"{'revision of':<12}{'alone us':>10}{'10 a batch us':>15}")
+            figures: dict[str, list[float]] = {}
+            for name, grow in rows.items():
+                path = f"{name}.md"
+                store.write(path, text if name == "growing" else b"0" * 63 + b"\n", author="x")
+                alone = statistics.median(
+                    revisions(store, path, grow, args.revisions, 1) for _ in range(3)
+                )
+                batched = statistics.median(
+                    revisions(store, path, grow, args.revisions, 10) for _ in range(3)
+                )
+                figures[name] = [alone, batched]
+                size = store.stat(path).size
+                print(f"{name:<12}{alone:>10.0f}{batched:>15.0f}   ({size:,} bytes at the end)")
+            g, s = figures["growing"], figures["small"]
+            print(f"{'growing/small':<12}{g[0] / s[0]:>9.2f}x{g[1] / s[1]:>14.2f}x")
+        finally:
+            store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
