@@ -566,7 +566,7 @@ class WritePath(RuleBasedStateMachine):
             recovery_dir=self.tmp / "journal" / "recovered",
             quiet_period=3600,
         )
-        self.writes.sync_in_journal_from = 1  # (fsync_large; fsync commits at once)
+        self.writes.sync_in_journal_from = 1  # (see fsync)
         self.writes.start()
         self.must: dict[str, set[bytes]] = {f: set() for f in FILES}
         self.count = 0
@@ -707,21 +707,18 @@ class WritePath(RuleBasedStateMachine):
             self.must[f].add(tok)
             return
 
-    @rule(f=st.sampled_from(FILES))
-    def fsync(self, f: str) -> None:
+    @rule(f=st.sampled_from(FILES), large=st.booleans())
+    def fsync(self, f: str, large: bool) -> None:
+        """An fsync: of a small file (committed before it returns), or of one past the
+        size whose fsync syncs the journal and leaves the commit to the committer
+        (``sync_in_journal_from`` is one byte here, so every pending file is past it)."""
         if self.in_flight(f):
             return
         with contextlib.suppress(OSError, MemfsError):
-            self.writes.commit(f)
-
-    @rule(f=st.sampled_from(FILES))
-    def fsync_large(self, f: str) -> None:
-        """An fsync of a file past the size whose fsync syncs the journal and leaves the
-        commit to the committer (made small here, so the machine's files reach it)."""
-        if self.in_flight(f):
-            return
-        with contextlib.suppress(OSError, MemfsError):
-            self.writes.sync(f)
+            if large:
+                self.writes.sync(f)
+            else:
+                self.writes.commit(f)
 
     @rule()
     def commit_all(self) -> None:
@@ -777,8 +774,8 @@ class WritePath(RuleBasedStateMachine):
 
 
 WritePath.TestCase.settings = settings(
-    max_examples=40,
-    stateful_step_count=25,
+    max_examples=200,
+    stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
