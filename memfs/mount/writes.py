@@ -479,12 +479,14 @@ class PendingWrites:
     def sync(self, path: str) -> None:
         """fsync: make what is pending for ``path`` durable. A small change is committed
         now, as :meth:`commit`. A large one (:attr:`sync_in_journal_from` bytes or more)
-        is made durable where it already is, the journal (one fdatasync, which survives
-        power loss whatever the store's ``synchronous`` setting), and falls due at once:
-        the committer lands it in the background, so the fsync costs about what the
-        disk's own does rather than the hashing and storing of every byte. Other mounts
-        see it when it lands; a landing that fails is kept, reported and retried like
-        any commit, and the next write or fsync of the file answers its error."""
+        is made durable where it already is, the journal (one fdatasync), and falls due
+        at once: the committer lands it in the background, so the fsync costs about what
+        the disk's own does rather than the hashing and storing of every byte. Once it
+        has landed it is as durable as any commit (the store's ``synchronous`` setting:
+        with ``full`` the store has synced it before the journal says it is done).
+        Other mounts see it when it lands; a landing that fails is kept, reported and
+        retried like any commit, and the next write or fsync of the file answers its
+        error."""
         with self.lock:
             buf = self._bufs.get(path)
             if buf is None:
