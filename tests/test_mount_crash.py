@@ -29,9 +29,9 @@ NAMES = 12
 # Shared by the writer subprocess (as source) and the checks: version v of the burst goes
 # to file f{v % NAMES}, and its content says which version it is on every line, over
 # several pages, so a torn write (a mix of two versions, or a prefix) cannot pass for a
-# whole one.
-def content(v: int) -> bytes:
-    return (f"version {v:06d} ".encode() * 4 + b"\n") * (((v * 7919) % 700) + 40)
+# whole one. ``scale`` makes each version that many times longer.
+def content(v: int, scale: int = 1) -> bytes:
+    return (f"version {v:06d} ".encode() * 4 + b"\n") * ((((v * 7919) % 700) + 40) * scale)
 
 
 def name_of(v: int) -> str:
@@ -50,7 +50,7 @@ import hashlib, os, sys
 # the writer would go on writing to the plain disk.
 root = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 for v in range(int(sys.argv[2])):
-    data = content(v)
+    data = content(v, int(sys.argv[3]))
     try:
         fd = os.open(name_of(v), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=root)
         try:
@@ -68,9 +68,9 @@ for v in range(int(sys.argv[2])):
 )
 
 
-def _start_writer(mountpoint: Path) -> tuple[subprocess.Popen[str], list[str]]:
+def _start_writer(mountpoint: Path, scale: int = 1) -> tuple[subprocess.Popen[str], list[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(mountpoint), "1000000"],
+        [sys.executable, "-c", WRITER, str(mountpoint), "1000000", str(scale)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -86,14 +86,21 @@ def _start_writer(mountpoint: Path) -> tuple[subprocess.Popen[str], list[str]]:
     return proc, lines
 
 
-@pytest.mark.parametrize("auto_unmount", [False, True], ids=["dead-mount", "auto-unmount"])
+@pytest.mark.parametrize(
+    ("auto_unmount", "scale", "writes"),
+    # Scaled 160 times a version is 0.4-7 MB: most are past the size whose fsync syncs
+    # the daemon's journal and leaves the commit to follow, so the kill meets those
+    # commits in flight or not yet begun.
+    [(False, 1, 60), (True, 1, 60), (False, 160, 12)],
+    ids=["dead-mount", "auto-unmount", "large-files"],
+)
 def test_kill9_mid_burst_keeps_every_acknowledged_write(
-    mount_factory: Callable[..., MountHandle], auto_unmount: bool
+    mount_factory: Callable[..., MountHandle], auto_unmount: bool, scale: int, writes: int
 ) -> None:
     mount = mount_factory(options=MountOptions(auto_unmount=auto_unmount))
-    proc, lines = _start_writer(mount.mountpoint)
+    proc, lines = _start_writer(mount.mountpoint, scale)
     try:
-        wait_for(lambda: len(lines) >= 60, 60, what="60 reported writes")
+        wait_for(lambda: len(lines) >= writes, 60, what=f"{writes} reported writes")
         mount.kill9()
         proc.wait(timeout=30)
     finally:
@@ -106,7 +113,7 @@ def test_kill9_mid_burst_keeps_every_acknowledged_write(
     reported: dict[str, int] = {}
     for line in lines:
         name, v, sha = line.split()
-        assert sha == hashlib.sha256(content(int(v))).hexdigest()
+        assert sha == hashlib.sha256(content(int(v), scale)).hexdigest()
         reported[name] = int(v)
     last_attempt = int(stopped[1])
 
@@ -134,14 +141,15 @@ def test_kill9_mid_burst_keeps_every_acknowledged_write(
             # The version being written when the daemon died: its open(O_TRUNC) and
             # every write(2) that returned were acknowledged, so what is there is the
             # last finished version, or a prefix (maybe empty) of the one in flight.
-            newest = content(last_attempt)
-            assert (floor >= 0 and data == content(floor)) or newest[: len(data)] == data, (
+            newest = content(last_attempt, scale)
+            fsynced = floor >= 0 and data == content(floor, scale)
+            assert fsynced or newest[: len(data)] == data, (
                 f"{name} is torn: {len(data)} bytes starting {data[:24]!r}; "
                 f"last fsynced version {floor}, in flight {last_attempt}"
             )
         else:
             # Closed files lose nothing, fsynced or not: exactly the last version.
-            assert data == content(floor), (
+            assert data == content(floor, scale), (
                 f"{name} is stale or torn: {len(data)} bytes starting {data[:24]!r}; "
                 f"last written version {floor}"
             )
