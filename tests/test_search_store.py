@@ -312,6 +312,9 @@ def test_a_store_from_before_the_index_is_indexed_with_progress(tmp_path: Path) 
     db.execute("DROP INDEX changes_path")
     db.execute("DROP TABLE operations")
     db.execute("DROP TABLE door_notes")
+    db.execute("DROP TRIGGER blob_removed")
+    db.execute("DROP INDEX blobs_by_base")
+    db.execute("ALTER TABLE blobs DROP COLUMN base")
     for column in ("op", "mode", "target", "prior_kind", "prior_sha256", "prior_size",
                    "prior_mode", "prior_target"):  # fmt: skip
         db.execute(f"ALTER TABLE changes DROP COLUMN {column}")

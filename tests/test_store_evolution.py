@@ -90,10 +90,14 @@ def test_operations_recorded_before_the_command_field_take_it_from_their_actor(
         store.write("b.md", b"b\n", author="memfs-bot")
     # Back to the schema before the step: no command column, nor any later step's table.
     steps_after = len(evolution.STEPS) - evolution.STEPS.index(evolution._operation_command)
-    assert [s.__name__ for s in evolution.STEPS[-steps_after + 1 :]] == ["_door_notes"]
+    later = [s.__name__ for s in evolution.STEPS[-steps_after + 1 :]]
+    assert later == ["_door_notes", "_continued_blobs"]
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE operations DROP COLUMN command")
     db.execute("DROP TABLE door_notes")
+    db.execute("DROP TRIGGER blob_removed")
+    db.execute("DROP INDEX blobs_by_base")
+    db.execute("ALTER TABLE blobs DROP COLUMN base")
     db.execute(f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - steps_after}")
     db.commit()
     db.close()

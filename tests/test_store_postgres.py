@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -394,8 +395,10 @@ def test_a_schema_2_database_migrates_with_its_trees(pg_cluster: PgCluster) -> N
     triggers = (
         "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger WHERE NOT tgisinternal"
     )
-    # the engine counts files, dirs and bytes itself now; only the blob sweep is a trigger
-    assert pg_cluster.psql(triggers, db="v2db").strip() == "revision_removed"
+    # the engine counts files, dirs and bytes itself now; only the blob sweeps are
+    # triggers (a revision's blob, and the base a removed blob continued)
+    got = pg_cluster.psql(triggers, db="v2db").strip()
+    assert got == "blob_removed,revision_removed"
 
 
 def test_maintenance_analyzes_a_tree_that_grew_fast(
@@ -618,3 +621,38 @@ def test_two_hosts_creating_the_same_new_names_make_one_winner_each(
     assert sorted([*lost[0], *lost[1]]) == sorted(names)
     for name in names:
         assert hosts[0].read(name)[0] == {**won[0], **won[1]}[name]
+
+
+def _blob_rows(store: Store, where: str = "true") -> int:
+    assert isinstance(store, SqlStore)
+    sql = store.d.render(f"SELECT count(*) FROM blobs WHERE tree = :tree AND {where}")
+    row = store.backend.one(sql, {})
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_growing_file_stores_what_each_revision_added_and_lets_it_all_go(
+    stores: Callable[..., Store],
+) -> None:
+    from memfs.store.deltas import MAX_TAIL
+    from memfs.store.rules import SWEEP_ROWS
+
+    store = stores(history=1000, deleted_history_days=0)
+    base = b"# the log\n" * 600
+    lines = 2 * MAX_TAIL // 44
+    store.write("log.md", base, author=A)
+    data = base
+    for i in range(lines):
+        data += f"appended line {i:05d}, about forty bytes of it\n".encode()
+        store.write("log.md", data, author=A)
+    assert _blob_rows(store, "base IS NOT NULL") >= lines - 4
+    assert _blob_rows(store, "base IS NULL") <= 4
+    assert store.read("log.md")[0] == data
+    # A base whose own revision goes stays while rows continue it, then goes with them.
+    store.delete("log.md", author=A)
+    now = time.time_ns() + 2 * 86_400 * 10**9
+    assert isinstance(store, SqlStore)
+    store.clock = lambda: now
+    for _ in range(lines // SWEEP_ROWS + 2):
+        store.write("other.md", b"x", author=A)
+    assert _blob_rows(store) == 1

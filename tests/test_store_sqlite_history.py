@@ -164,3 +164,63 @@ def test_compressible_content_is_stored_packed_and_reads_back_whole(tmp_path: Pa
     packed = [length for codec, length in rows if codec == 1]
     assert len(packed) == 2 and all(length < 100_000 for length in packed)  # both sparse ones
     assert sorted(length for codec, length in rows if codec == 0) == [100, 1 << 20]
+
+
+def _appended(store: Store, path: str, data: bytes, lines: int) -> bytes:
+    for i in range(lines):
+        data += f"appended line {i:05d}, about forty bytes of it\n".encode()
+        store.write(path, data, author=A)
+    return data
+
+
+def test_a_growing_file_stores_what_each_revision_added_and_lets_it_all_go(
+    tmp_path: Path,
+) -> None:
+    from memfs.store.deltas import MAX_TAIL
+
+    db = tmp_path / "m.db"
+    base = b"# the log\n" * 600  # 6,000 bytes
+    lines = 2 * MAX_TAIL // 44
+    with open_store(db, history=1000, deleted_history_days=0) as store:
+        store.write("log.md", base, author=A)
+        final = _appended(store, "log.md", base, lines)
+        continuing = count(db, "SELECT count(*) FROM blobs WHERE base IS NOT NULL")
+        whole = count(db, "SELECT count(*) FROM blobs WHERE base IS NULL")
+        # A whole copy about every MAX_TAIL bytes of growth; every other revision a tail.
+        assert continuing >= lines - 4 and whole <= 4
+        stored = count(db, "SELECT sum(length(content)) FROM blobs")
+        assert stored < lines * MAX_TAIL // 2  # not a whole file (6-15 KB) a revision
+        # Each base counts its revision and every row continuing it.
+        assert (
+            count(
+                db,
+                "SELECT count(*) FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+                " WHERE b.base IS NULL AND br.refs != 1 + (SELECT count(*) FROM blobs c"
+                " WHERE c.base = br.sha256)",
+            )
+            == 0
+        )
+        assert store.read("log.md")[0] == final
+        store.delete("log.md", author=A)
+        store.clock = lambda: time.time_ns() + 2 * DAY
+        for _ in range(lines // SWEEP_ROWS + 2):  # the sweep takes a batch per write
+            store.write("other.md", b"x", author=A)
+        assert blobs(db) == 1 and count(db, "SELECT count(*) FROM blob_refs") == 1
+
+
+def test_a_base_left_by_its_revision_goes_with_the_last_row_continuing_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    base = b"0123456789" * 500
+    with open_store(db, history=1) as store:  # the current revision and one before
+        store.write("log.md", base, author=A)
+        data = _appended(store, "log.md", base, 5)
+        # base's own revision is pruned; it stays while the last two continue it
+        assert count(db, "SELECT count(*) FROM blobs WHERE base IS NULL") == 1
+        assert count(db, "SELECT count(*) FROM blobs WHERE base IS NOT NULL") == 2
+        store.write("log.md", b"short now", author=A)
+        store.write("log.md", b"and shorter", author=A)
+        assert blobs(db) == 2 and count(db, "SELECT count(*) FROM blob_refs") == 2
+        assert store.read("log.md")[0] == b"and shorter"
+        assert data.startswith(base)

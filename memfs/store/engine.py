@@ -43,7 +43,7 @@ from memfs.errors import (
     TooLarge,
 )
 from memfs.paths import parse_rel
-from memfs.store import keeping, retention, rules
+from memfs.store import deltas, keeping, retention, rules
 from memfs.store.base import (
     DEFAULT_DIR_MODE,
     DEFAULT_FILE_MODE,
@@ -388,6 +388,11 @@ class SqlStore(Store):
         self._local = threading.local()
         self._batch_time = rules.BatchTime()
         self._foresight = Foresight() if backend.guesses else None
+        # Contents lately used as bases (memfs.store.deltas), and the base each content
+        # met lately continues (None: stored whole), so an appender's next revision
+        # finds its base without a query.
+        self._bases = deltas.Bases()
+        self._continues: dict[str, str | None] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
@@ -681,20 +686,23 @@ class SqlStore(Store):
             raise NotFound(f"no entry at '{path}'", path=path)
         found = entry(row)
         need_file(found.path, found.kind)
-        return self.content(found.path, found.rev, row[10], row[11], row[12]), found
+        return self.content(found.path, found.rev, row[10], row, 11), found
 
-    def content(
-        self, path: str, rev: int, sha256: str | None, codec: int | None, stored: bytes | None
-    ) -> bytes:
-        """The stored bytes of revision ``rev`` of ``path``, checked against their
-        SHA-256 (Damaged if they no longer match, cannot be unpacked or are missing)."""
-        try:
-            data = self.d.unpack(codec, stored)
-        except ValueError:
-            data = None
+    def content(self, path: str, rev: int, sha256: str | None, row: Row, at: int) -> bytes:
+        """The content of revision ``rev`` of ``path`` from its stored bytes, the
+        :attr:`memfs.store.sql.Dialect.stored` columns of ``row`` from ``at``, checked
+        against its SHA-256 (Damaged if they no longer match, cannot be unpacked or are
+        missing)."""
+        data = deltas.content_of(self.d.unpack, row, at, self._bases)
         if sha256 is None or data is None or hashlib.sha256(data).hexdigest() != sha256:
             raise rules.damaged(path, rev, sha256 or "")
+        self._note_base(sha256, row[at + 2])
         return data
+
+    def _note_base(self, sha256: str, base: object) -> None:
+        if len(self._continues) >= 4096:
+            self._continues.clear()
+        self._continues[sha256] = None if base is None else str(base)
 
     # --- history ------------------------------------------------------------------------
     def history(self, path: str, limit: int | None = None) -> list[Revision]:
@@ -715,7 +723,7 @@ class SqlStore(Store):
                 by=str(found[8]),
                 time_ns=int(found[9] or 0),
             )
-        return self.content(path, rev, found[7], found[10], found[11])
+        return self.content(path, rev, found[7], found, 10)
 
     def open_revision(self, path: str, rev: int) -> RevisionReader:
         rows = self._all(self.q.history, {"p": path})
@@ -751,10 +759,7 @@ class SqlStore(Store):
             row = db.one(self.q.blob, {"sha": sha256})
             holder = None
             if row is not None:
-                try:
-                    data: bytes | None = self.d.unpack(row[0], row[1])
-                except ValueError:
-                    data = None
+                data = deltas.content_of(self.d.unpack, row, 0, self._bases)
                 if data is not None and rules.sha256_of(data) == sha256:
                     return data
                 holder = db.one(self.q.holder, {"sha": sha256})
@@ -1029,7 +1034,7 @@ class SqlStore(Store):
             tx.db.run(self.q.set_mtime, {"mtime": item.mtime_ns, "p": rel})
         if item.mtime_ns is not None:
             made = dataclasses.replace(made, mtime_ns=item.mtime_ns)
-        self._add_content(tx, rel, rev, data, sha, author, now, int(kept), index=index)
+        self._add_content(tx, rel, rev, data, sha, author, now, int(kept), index=index, prior=cur)
         self.record(
             tx, change, rel, author, now, rev=rev, size=len(data), sha256=sha,
             mode=new_mode, prior=prior,
@@ -1054,14 +1059,54 @@ class SqlStore(Store):
         kept: int | None,
         *,
         index: bool = True,
+        prior: str | None = None,
     ) -> None:
         """Revision ``rev`` of ``path`` holding ``data`` (stored once per SHA-256), and
         the index's copy of it (``index`` False: the revision leaves the file stale in
-        the index, and its next build takes it in)."""
-        self.d.put_blob(tx.db, sha, data)
+        the index, and its next build takes it in). ``prior``: the SHA-256 of the
+        content it replaces, whose base it may continue (memfs.store.deltas)."""
+        self._put_content(tx.db, sha, data, prior)
         retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
         if index and self.index is not None and not self._index_later:
             self.index.take(tx.db, path, sha, data)
+
+    def _put_content(
+        self, db: Cursor, sha: str, data: bytes | bytearray, prior: str | None
+    ) -> None:
+        """Store ``data``: as what it adds to the base of ``prior`` where it may be
+        (memfs.store.deltas), else whole, and then a base for the next."""
+        if prior is not None and prior != sha and deltas.MIN_BASE < len(data) <= deltas.MAX_CONTENT:
+            base = self._base_for(db, prior)
+            if base is not None:
+                tail = deltas.tail_of(data, base[1])
+                if tail is not None and self.d.put_delta(db, sha, base[0], tail):
+                    self._note_base(sha, base[0])
+                    return
+        self.d.put_blob(db, sha, data)
+        if deltas.MIN_BASE <= len(data) <= deltas.MAX_CONTENT:
+            self._bases.put(sha, bytes(data))  # its hash was taken from these bytes
+            self._note_base(sha, None)
+
+    def _base_for(self, db: Cursor, prior: str) -> tuple[str, bytes] | None:
+        """The base a content replacing ``prior`` would continue (``prior``'s own, or
+        ``prior`` itself when it is whole), with its bytes; None if it has none."""
+        if prior in self._continues:
+            base = self._continues[prior] or prior
+        else:
+            row = db.one(self.q.blob_base, {"sha": prior})
+            if row is None:
+                return None
+            base = str(row[0] or prior)
+        head = self._bases.get(base)
+        if head is None:
+            row = db.one(self.q.blob, {"sha": base})
+            if row is None or row[2] is not None:
+                return None  # gone, or not whole: a base never continues another
+            head = deltas.content_of(self.d.unpack, row, 0, self._bases)
+            if head is None or rules.sha256_of(head) != base:
+                return None
+            self._bases.put(base, head)
+        return base, head
 
     def mkdir(
         self,
@@ -1341,7 +1386,7 @@ class SqlStore(Store):
             old = entry(row)
             need_file(rel, old.kind)
             keeping.check_caps(self, usage, rel, size - old.size, 0)
-            content = self.content(rel, old.rev, row[10], row[11], row[12])
+            content = self.content(rel, old.rev, row[10], row, 11)
             data = content[:size] + b"\x00" * (size - len(content))
             sha = rules.sha256_of(data)
             rev = tx.next_rev()

@@ -41,6 +41,9 @@ class Ddl:
     # Dropping a trigger of ``entries`` (PostgreSQL's trigger runs a function of the
     # same name, which goes with it).
     drop_entries_trigger: Callable[[str], list[str]]
+    # Whether a blob's users are counted (SQLite's ``blob_refs``) rather than looked for
+    # (PostgreSQL's triggers ask whether any row still uses it).
+    counts_blob_users: bool
 
 
 Step = Callable[[Ddl], list[str]]
@@ -52,6 +55,7 @@ SQLITE = Ddl(
     tree_key="",
     tree_column="",
     drop_entries_trigger=lambda name: [f"DROP TRIGGER IF EXISTS {name}"],
+    counts_blob_users=True,
 )
 POSTGRES = Ddl(
     integer="bigint",
@@ -63,6 +67,7 @@ POSTGRES = Ddl(
         f"DROP TRIGGER IF EXISTS {name} ON entries",
         f"DROP FUNCTION IF EXISTS {name}()",
     ],
+    counts_blob_users=False,
 )
 
 # STEPS[i] is every backend's next migration after its own; append only.
@@ -178,3 +183,44 @@ def _door_notes(ddl: Ddl) -> list[str]:
 
 
 STEPS.append(_door_notes)
+
+
+def _continued_blobs(ddl: Ddl) -> list[str]:
+    """A revision that adds to the end of its file may keep only what it added
+    (:mod:`memfs.store.deltas`): ``blobs.base`` names the whole content a row's content
+    continues (NULL: the row holds all of it). A base is kept while any row continues
+    it, as while a revision holds it, and goes with the last of them."""
+    tc = ddl.tree_column
+    head = [
+        f"ALTER TABLE blobs ADD COLUMN base {ddl.text}",
+        f"CREATE INDEX blobs_by_base ON blobs ({tc}base) WHERE base IS NOT NULL",
+    ]
+    if ddl.counts_blob_users:
+        # The row that continues a base counts as one of its users (put_delta adds it).
+        return [
+            *head,
+            "CREATE TRIGGER blob_removed AFTER DELETE ON blobs WHEN OLD.base IS NOT NULL BEGIN"
+            " UPDATE blob_refs SET refs = refs - 1 WHERE sha256 = OLD.base;"
+            " DELETE FROM blobs WHERE id ="
+            " (SELECT blob_id FROM blob_refs WHERE sha256 = OLD.base AND refs = 0);"
+            " DELETE FROM blob_refs WHERE sha256 = OLD.base AND refs = 0; END",
+        ]
+    unused = (
+        "NOT EXISTS (SELECT 1 FROM memfs.revisions r WHERE r.tree = OLD.tree AND r.sha256 = {0})"
+        " AND NOT EXISTS (SELECT 1 FROM memfs.blobs c WHERE c.tree = OLD.tree AND c.base = {0})"
+    )
+    return [
+        *head,
+        "CREATE OR REPLACE FUNCTION memfs.revision_removed() RETURNS trigger"
+        " LANGUAGE plpgsql AS $$ BEGIN"
+        " DELETE FROM memfs.blobs b WHERE b.tree = OLD.tree AND b.sha256 = OLD.sha256"
+        f" AND {unused.format('OLD.sha256')}; RETURN NULL; END $$",
+        "CREATE FUNCTION memfs.blob_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        " DELETE FROM memfs.blobs b WHERE b.tree = OLD.tree AND b.sha256 = OLD.base"
+        f" AND {unused.format('OLD.base')}; RETURN NULL; END $$",
+        "CREATE TRIGGER blob_removed AFTER DELETE ON memfs.blobs FOR EACH ROW"
+        " WHEN (OLD.base IS NOT NULL) EXECUTE FUNCTION memfs.blob_removed()",
+    ]
+
+
+STEPS.append(_continued_blobs)

@@ -44,6 +44,8 @@ __all__ = ["PgDialect", "PostgresStore", "open_postgres"]
 log = logging.getLogger(__name__)
 
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+# The join from a blob row ``b`` to the base it continues, ``bb`` (memfs.store.deltas).
+_BASE = " LEFT JOIN blobs bb ON bb.tree = b.tree AND bb.sha256 = b.base"
 
 
 class PgDialect:
@@ -51,7 +53,7 @@ class PgDialect:
 
     tree_column = "tree, "
     tree_value = ":tree, "
-    codec = "0"  # bytes are stored as they are
+    stored = "0, b.content, b.base, 0, bb.content"  # bytes are stored as they are
     # The counters are the locked row's own columns: read after the lock is taken (a
     # subquery's rows would be of the snapshot from before the wait).
     begin = (
@@ -59,12 +61,16 @@ class PgDialect:
         " WHERE id = :tree FOR UPDATE"
     )
     usage = "SELECT files, dirs, bytes FROM trees WHERE id = :tree"
-    blob = "SELECT 0, content FROM blobs WHERE tree = :tree AND sha256 = :sha"
+    blob = f"SELECT {stored} FROM blobs b{_BASE} WHERE b.tree = :tree AND b.sha256 = :sha"
+    blob_base = "SELECT base FROM blobs WHERE tree = :tree AND sha256 = :sha"
+    continuing = "SELECT sha256 FROM blobs WHERE tree = :tree AND base = :sha"
     # octet_length and pg_column_size read the sizes; neither detoasts the value. A
     # value PostgreSQL compressed (TOAST, the column's default storage) is not cut
     # cheaply: substring() inflates it from its start every time, so it is read whole.
+    # A row continuing a base is small (memfs.store.deltas): never read by range.
     blob_extent = (
-        "SELECT false, octet_length(content), pg_column_size(content) >= octet_length(content)"
+        "SELECT false, octet_length(content),"
+        " pg_column_size(content) >= octet_length(content) AND base IS NULL"
         " FROM blobs WHERE tree = :tree AND sha256 = :sha"
     )
 
@@ -100,11 +106,31 @@ class PgDialect:
         # finish's statements by what they fold in: (records, operation statement).
         self._finishes: dict[tuple[str, str], str] = {}
         # Stored bytes that no longer match (damaged) are replaced by the ones written
-        # now; the server compares, so sound content is left untouched.
+        # now; the server compares, so sound content is left untouched. A row continuing
+        # a base is left as it is: its bytes are only a tail (damage to it, or to its
+        # base, is still found by every read and by verify).
         self._put = self.render(
             "INSERT INTO blobs (tree, sha256, content) VALUES (:tree, :sha, :data)"
             " ON CONFLICT (tree, sha256) DO UPDATE SET content = excluded.content"
-            " WHERE blobs.content IS DISTINCT FROM excluded.content"
+            " WHERE blobs.base IS NULL AND blobs.content IS DISTINCT FROM excluded.content"
+        )
+        # The base must be held and whole; the tree's lock (taken by every mutation)
+        # keeps it so until the commit.
+        self._put_delta = self.render(
+            "INSERT INTO blobs (tree, sha256, content, base) SELECT :tree, :sha, :tail, :base"
+            " WHERE EXISTS (SELECT 1 FROM blobs WHERE tree = :tree AND sha256 = :base"
+            " AND base IS NULL) ON CONFLICT (tree, sha256) DO NOTHING RETURNING 1"
+        )
+        self._blob_base = self.render(self.blob_base)
+        self._make_whole = self.render(
+            "UPDATE blobs SET content = :data, base = NULL"
+            " WHERE tree = :tree AND sha256 = :sha AND base IS NOT NULL RETURNING 1"
+        )
+        # What the blob_removed trigger does when a continuing row goes.
+        self._let_go = self.render(
+            "DELETE FROM blobs b WHERE b.tree = :tree AND b.sha256 = :base AND NOT EXISTS"
+            " (SELECT 1 FROM revisions r WHERE r.tree = :tree AND r.sha256 = :base)"
+            " AND NOT EXISTS (SELECT 1 FROM blobs c WHERE c.tree = :tree AND c.base = :base)"
         )
         self._drop = self.render("DELETE FROM blobs WHERE tree = :tree AND sha256 = :sha")
         # substring() of a value stored uncompressed fetches only the TOAST chunks of
@@ -129,7 +155,7 @@ class PgDialect:
     def content(self, rev: str, *, left: bool = False, on: str = "") -> str:
         join = "LEFT JOIN" if left else "JOIN"
         cond = f"{on} AND " if on else ""
-        return f"{join} blobs b ON {cond}b.tree = {rev}.tree AND b.sha256 = {rev}.sha256"
+        return f"{join} blobs b ON {cond}b.tree = {rev}.tree AND b.sha256 = {rev}.sha256{_BASE}"
 
     def render(self, sql: str) -> str:
         return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
@@ -190,6 +216,16 @@ class PgDialect:
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         db.run(self._put, {"sha": sha256, "data": data})
+
+    def put_delta(self, db: Cursor, sha256: str, base: str, tail: bytes) -> bool:
+        return db.one(self._put_delta, {"sha": sha256, "base": base, "tail": tail}) is not None
+
+    def make_whole(self, db: Cursor, sha256: str, data: bytes) -> None:
+        row = db.one(self._blob_base, {"sha": sha256})
+        if row is None or row[0] is None:
+            return
+        if db.one(self._make_whole, {"sha": sha256, "data": data}) is not None:
+            db.run(self._let_go, {"base": row[0]})
 
     def drop_blob(self, db: Cursor, sha256: str) -> None:
         db.run(self._drop, {"sha": sha256})

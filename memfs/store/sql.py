@@ -101,13 +101,15 @@ class Dialect(Protocol):
     def octets(self, column: str) -> str:
         """The length of a text column in UTF-8 bytes."""
 
-    # The codec column of the joins below (a constant where bytes are stored raw).
-    codec: str
+    # The stored bytes the joins below expose, as five columns (a :data:`STORED` row):
+    # the row's codec and content, the SHA-256 of the base its content continues (NULL:
+    # it holds the whole content), and that base's codec and content.
+    stored: str
 
     def content(self, rev: str, *, left: bool = False, on: str = "") -> str:
-        """Joins from revision alias ``rev`` to its stored bytes, exposing ``codec`` and
-        ``content`` as ``b.codec`` and ``b.content`` (``left``: a LEFT join, for rows
-        with no content; ``on``: a further condition on the join)."""
+        """Joins from revision alias ``rev`` to its stored bytes and their base,
+        exposed as :attr:`stored` (``left``: a LEFT join, for rows with no content;
+        ``on``: a further condition on the join)."""
 
     def render(self, sql: str) -> str:
         """``sql``, written with ``:name`` placeholders, in this driver's style."""
@@ -139,10 +141,26 @@ class Dialect(Protocol):
         bytes) and wake followers (a server's NOTIFY)."""
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
-        """Store ``data`` under its SHA-256 unless it is stored already."""
+        """Store ``data`` whole under its SHA-256 unless it is stored already (stored
+        bytes that no longer hold it, damaged, are replaced by it)."""
 
-    # (codec, content) of stored bytes by SHA-256 while a revision holds them; :sha.
+    def put_delta(self, db: Cursor, sha256: str, base: str, tail: bytes) -> bool:
+        """Store the content ``base``'s stored content followed by ``tail`` under its
+        SHA-256, the base kept while this row is; False (nothing written) when the
+        SHA-256 is stored already. ``base`` holds its content whole and is held."""
+
+    # The stored bytes (a :data:`STORED` row) by SHA-256 while a revision holds them;
+    # :sha.
     blob: str
+    # The SHA-256 of the base a content's row continues (NULL: whole), while held; :sha.
+    blob_base: str
+    # SHA-256s of the rows that continue base :sha (which must go whole before it goes).
+    continuing: str
+
+    def make_whole(self, db: Cursor, sha256: str, data: bytes) -> None:
+        """Store the content of row ``sha256``, which continues a base, whole (its
+        ``data``), letting go of the base."""
+
     # (packed, stored length, sliceable) of the stored bytes by SHA-256 while a revision
     # holds them, without reading them; :sha. ``packed``: zlib-packed (put_blob's
     # choice); ``sliceable``: :meth:`slice` reads only the range (else a reader reads
@@ -158,7 +176,8 @@ class Dialect(Protocol):
         """Remove stored bytes for good (redaction), whatever still refers to them."""
 
     def unpack(self, codec: int | None, stored: bytes | None) -> bytes:
-        """The bytes ``put_blob`` stored as ``(codec, stored)``."""
+        """The bytes ``put_blob`` stored as ``(codec, stored)`` (a row's own: a
+        continuing row's tail, without its base)."""
 
 
 class Slices(Protocol):

@@ -34,11 +34,13 @@ from urllib.parse import quote
 
 from memfs.store import sqlite_wake
 from memfs.store.base import Usage
+from memfs.store.deltas import Bases, content_of
 from memfs.store.engine import SqlStore
 from memfs.store.sql import Cursor, Params
 from memfs.store.sqlite_conn import SqliteConnections, SqliteCursor
 from memfs.store.sqlite_options import SqliteOptions, parse_options, path_from_url
 from memfs.store.sqlite_schema import translate
+from memfs.store.sqlite_search import BASE_JOIN as _BASE
 from memfs.store.sqlite_search import SqliteSearch
 from memfs.store.sqlite_watch import FileWatch, rescue
 
@@ -46,6 +48,8 @@ __all__ = ["SqliteDialect", "SqliteStore", "open_sqlite"]
 
 # blobs.codec: how blobs.content holds a revision's bytes.
 RAW, ZLIB = 0, 1
+# Bases met while checking a blob that is written again are not kept.
+_UNCACHED = Bases(0, 0)
 _PACK_FROM = 4096
 _SAMPLE = 64 << 10
 # Content at least this large goes into its row in chunks of _STREAM_CHUNK.
@@ -75,7 +79,7 @@ class SqliteDialect:
 
     tree_column = ""
     tree_value = ""
-    codec = "b.codec"
+    stored = "b.codec, b.content, b.base, bb.codec, bb.content"
     begin = (
         "SELECT (SELECT value FROM counters WHERE name = 'rev'),"
         " (SELECT seq FROM changes ORDER BY seq DESC LIMIT 1), (SELECT min(due_ns) FROM gone),"
@@ -86,13 +90,21 @@ class SqliteDialect:
         " (SELECT value FROM counters WHERE name = 'dirs'),"
         " (SELECT value FROM counters WHERE name = 'bytes')"
     )
-    # refs > 0: a blob only while a revision holds it.
+    # refs > 0: a blob only while a revision (or a row continuing it) holds it.
     blob = (
-        "SELECT b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+        f"SELECT {stored} FROM blob_refs br JOIN blobs b ON b.id = br.blob_id{_BASE}"
         " WHERE br.sha256 = :sha AND br.refs > 0"
     )
+    blob_base = (
+        "SELECT b.base FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+        " WHERE br.sha256 = :sha AND br.refs > 0"
+    )
+    continuing = (
+        "SELECT br.sha256 FROM blobs b JOIN blob_refs br ON br.blob_id = b.id WHERE b.base = :sha"
+    )
+    # A row continuing a base is small (memfs.store.deltas): never read by range.
     blob_extent = (
-        "SELECT b.codec = 1, length(b.content), 1 FROM blob_refs br JOIN blobs b"
+        "SELECT b.codec = 1, length(b.content), b.base IS NULL FROM blob_refs br JOIN blobs b"
         " ON b.id = br.blob_id WHERE br.sha256 = :sha AND br.refs > 0"
     )
 
@@ -120,7 +132,7 @@ class SqliteDialect:
         cond = f"{on} AND " if on else ""
         return (
             f"{join} blob_refs br ON {cond}br.sha256 = {rev}.sha256"
-            f" {join} blobs b ON b.id = br.blob_id"
+            f" {join} blobs b ON b.id = br.blob_id{_BASE}"
         )
 
     def render(self, sql: str) -> str:
@@ -153,21 +165,14 @@ class SqliteDialect:
 
     def put_blob(self, db: Cursor, sha256: str, data: bytes | bytearray) -> None:
         held = db.one(
-            "SELECT b.id, b.codec, b.content FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
-            " WHERE br.sha256 = :sha",
+            f"SELECT b.id, {self.stored} FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+            f"{_BASE} WHERE br.sha256 = :sha",
             {"sha": sha256},
         )
         if held is not None:
-            try:
-                sound = self.unpack(held[1], held[2]) == data
-            except ValueError:
-                sound = False
-            if not sound:  # damaged: the bytes written now are the ones it should hold
-                codec, stored = pack_blob(data)
-                db.run(
-                    "UPDATE blobs SET codec = :codec, content = :content WHERE id = :id",
-                    {"codec": codec, "content": stored, "id": held[0]},
-                )
+            if content_of(self.unpack, held, 1, _UNCACHED) != data:
+                # Damaged: the bytes written now are the ones it should hold.
+                self._rewrite(db, int(held[0]), data, held[3])
             return
         codec, stored = pack_blob(data)
         if len(stored) < _STREAM_FROM:
@@ -197,9 +202,61 @@ class SqliteDialect:
             {"sha": sha256, "id": row[0]},
         )
 
+    def put_delta(self, db: Cursor, sha256: str, base: str, tail: bytes) -> bool:
+        if db.one("SELECT 1 FROM blob_refs WHERE sha256 = :sha", {"sha": sha256}) is not None:
+            return False
+        # The new row is one more user of its base, which must be held and whole.
+        counted = db.one(
+            "UPDATE blob_refs SET refs = refs + 1 WHERE sha256 = :base AND refs > 0"
+            " AND (SELECT b.base FROM blobs b WHERE b.id = blob_refs.blob_id) IS NULL"
+            " RETURNING 1",
+            {"base": base},
+        )
+        if counted is None:
+            return False
+        codec, stored = pack_blob(tail)
+        row = db.one(
+            "INSERT INTO blobs (codec, content, base) VALUES (:codec, :content, :base)"
+            " RETURNING id",
+            {"codec": codec, "content": stored, "base": base},
+        )
+        assert row is not None
+        db.run(
+            "INSERT INTO blob_refs (sha256, blob_id, refs) VALUES (:sha, :id, 0)",
+            {"sha": sha256, "id": row[0]},
+        )
+        return True
+
+    def make_whole(self, db: Cursor, sha256: str, data: bytes) -> None:
+        row = db.one(
+            "SELECT b.id, b.base FROM blob_refs br JOIN blobs b ON b.id = br.blob_id"
+            " WHERE br.sha256 = :sha",
+            {"sha": sha256},
+        )
+        if row is not None and row[1] is not None:
+            self._rewrite(db, int(row[0]), data, row[1])
+
+    def _rewrite(self, db: Cursor, blob_id: int, data: bytes | bytearray, base: object) -> None:
+        """Row ``blob_id`` holds ``data`` whole from now on, and lets its base go."""
+        codec, stored = pack_blob(data)
+        db.run(
+            "UPDATE blobs SET codec = :codec, content = :content, base = NULL WHERE id = :id",
+            {"codec": codec, "content": stored, "id": blob_id},
+        )
+        if base is not None:
+            # What the blob_removed trigger does when a continuing row goes.
+            db.run("UPDATE blob_refs SET refs = refs - 1 WHERE sha256 = :b", {"b": base})
+            db.run(
+                "DELETE FROM blobs WHERE id ="
+                " (SELECT blob_id FROM blob_refs WHERE sha256 = :b AND refs = 0)",
+                {"b": base},
+            )
+            db.run("DELETE FROM blob_refs WHERE sha256 = :b AND refs = 0", {"b": base})
+
     def drop_blob(self, db: Cursor, sha256: str) -> None:
         # The rows were renamed away from this hash (an UPDATE: the counting triggers do
         # not fire), so the same bytes written again get a fresh blob and an honest count.
+        # A row continuing a base lets it go as it goes (the blob_removed trigger).
         row = db.one("SELECT blob_id FROM blob_refs WHERE sha256 = :sha", {"sha": sha256})
         if row is not None:
             db.run("DELETE FROM blobs WHERE id = :id", {"id": row[0]})

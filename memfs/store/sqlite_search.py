@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from memfs.errors import NotADirectory, NotFound, StoreUnavailable
 from memfs.store import rules
 from memfs.store.base import SearchHit
+from memfs.store.deltas import Bases, content_of
 from memfs.store.matching import Query, average, decode_text, parse_query
 from memfs.store.sql import Cursor
 
@@ -45,19 +46,26 @@ BUILD_BATCH = 200
 FULL, PARTIAL, SKIPPED = 0, 1, 2
 
 _IN_SCOPE = "(:p = '' OR e.path = :p OR (e.path >= :p || '/' AND e.path < :p || '0'))"
+# The join from a blob row ``b`` to the base it continues, ``bb`` (memfs.store.deltas).
+BASE_JOIN = (
+    " LEFT JOIN blob_refs bbr ON bbr.sha256 = b.base LEFT JOIN blobs bb ON bb.id = bbr.blob_id"
+)
 # File :p's current revision and its stored bytes.
 _FILE_CONTENT = (
     " FROM entries e JOIN revisions r ON r.path = e.path AND r.rev = e.rev"
     " LEFT JOIN blob_refs br ON br.sha256 = r.sha256 LEFT JOIN blobs b ON b.id = br.blob_id"
-    " WHERE e.path = :p AND e.kind = 'file'"
+    f"{BASE_JOIN} WHERE e.path = :p AND e.kind = 'file'"
 )
-_CURRENT = "SELECT e.rev, r.sha256, b.codec, b.content" + _FILE_CONTENT
+_CURRENT = "SELECT e.rev, r.sha256, b.codec, b.content, b.base, bb.codec, bb.content" + (
+    _FILE_CONTENT
+)
 # What the index takes of a file: a file larger than it holds is not loaded, its head is
 # read from the row (the CASE keeps SQLite from reading the whole value, which a bare
-# column reference would).
+# column reference would; a row continuing a base is never that large).
 _TO_INDEX = (
     "SELECT e.rev, r.sha256, r.size, b.id, b.codec,"
-    " CASE WHEN r.size > :head THEN NULL ELSE b.content END" + _FILE_CONTENT
+    " CASE WHEN r.size > :head THEN NULL ELSE b.content END, b.base, bb.codec, bb.content"
+    + _FILE_CONTENT
 )
 
 # Reads the first n bytes of a stored blob: (cursor, blob id, codec, n).
@@ -117,7 +125,7 @@ class SqliteSearch:
         row = db.one(_CURRENT, {"p": path})
         if row is None:
             return None
-        return self.store.content(path, int(row[0]), row[1], row[2], row[3]), str(row[1])
+        return self.store.content(path, int(row[0]), row[1], row, 2), str(row[1])
 
     def _to_index(self, db: Cursor, path: str) -> tuple[bytes, str] | None:
         """What the index takes of file ``path`` and its SHA-256 (None: not a file): its
@@ -127,9 +135,9 @@ class SqliteSearch:
         row = db.one(_TO_INDEX, {"p": path, "head": INDEX_BYTES})
         if row is None:
             return None
-        rev, sha, size, blob_id, codec, stored = row
+        rev, sha, size, blob_id, codec = row[:5]
         if int(size) <= INDEX_BYTES or blob_id is None:
-            return self.store.content(path, int(rev), sha, codec, stored), str(sha)
+            return self.store.content(path, int(rev), sha, row, 4), str(sha)
         try:
             # One byte past what is indexed: index_text then knows there is more.
             head = self._read_head(db, int(blob_id), codec, INDEX_BYTES + 1)
@@ -266,19 +274,22 @@ class SqliteSearch:
         entries that are not files."""
         problems: list[str] = []
         unpack = self.store.d.unpack
+        bases = Bases(0, 0)  # what is stored, read afresh
         with self.store._reading(snapshot=True) as db:
             files = db.all(
-                "SELECT e.id, e.path, r.sha256, b.codec, b.content, d.sha256, d.kind,"
-                " s.id IS NOT NULL FROM entries e JOIN revisions r ON r.path = e.path"
-                " AND r.rev = e.rev JOIN blob_refs br ON br.sha256 = r.sha256"
-                " JOIN blobs b ON b.id = br.blob_id LEFT JOIN search_docs d ON d.id = e.id"
+                "SELECT e.id, e.path, r.sha256, d.sha256, d.kind, s.id IS NOT NULL,"
+                " b.codec, b.content, b.base, bb.codec, bb.content FROM entries e"
+                " JOIN revisions r ON r.path = e.path AND r.rev = e.rev"
+                " JOIN blob_refs br ON br.sha256 = r.sha256 JOIN blobs b ON b.id = br.blob_id"
+                f"{BASE_JOIN} LEFT JOIN search_docs d ON d.id = e.id"
                 " LEFT JOIN search_stale s ON s.id = e.id WHERE e.kind = 'file'"
             )
-            for entry_id, file_path, sha, codec, stored, doc_sha, kind, stale in files:
+            for row in files:
+                entry_id, file_path, sha, doc_sha, kind, stale = row[:6]
                 if stale:
                     continue
                 body = db.one("SELECT body FROM search_text WHERE rowid = :id", {"id": entry_id})
-                want_kind, want = index_text(unpack(codec, stored))
+                want_kind, want = index_text(content_of(unpack, row, 6, bases) or b"")
                 have = None if body is None else body[0]
                 if (
                     doc_sha != sha

@@ -67,7 +67,7 @@ class Statements:
         self.extent_all = r(f"{extent} path <> ''")
         self.extent_below = r(f"{extent} {BELOW}")
         self.read = r(
-            f"SELECT {E_COLS}, r.sha256, {d.codec}, b.content FROM entries e"
+            f"SELECT {E_COLS}, r.sha256, {d.stored} FROM entries e"
             f" LEFT JOIN revisions r ON {t('r')} r.path = e.path AND r.rev = e.rev"
             f" AND e.kind = 'file' {d.content('r', left=True)} WHERE {t('e')} e.path = :p"
         )
@@ -181,11 +181,11 @@ class Statements:
         )
         self.history = r(history.format("", ""))
         self.history_content = r(
-            history.format(
-                f", {d.codec}, b.content", " " + d.content("r", left=True, on="r.rev = :rev")
-            )
+            history.format(f", {d.stored}", " " + d.content("r", left=True, on="r.rev = :rev"))
         )
         self.blob = r(d.blob)
+        self.blob_base = r(d.blob_base)
+        self.continuing = r(d.continuing)
         self.blob_extent = r(d.blob_extent)
         self.holder = r(
             f"SELECT path, rev FROM revisions WHERE {t()} sha256 = :sha ORDER BY rev DESC LIMIT 1"

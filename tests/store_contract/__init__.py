@@ -19,6 +19,7 @@ import pytest
 
 from memfs.store.base import Store
 from tests.store_contract.common import A, MakeStore, tree
+from tests.store_contract.deltas import DeltasContract
 from tests.store_contract.feed import FeedContract
 from tests.store_contract.history import HistoryContract
 from tests.store_contract.integrity import Damage, IntegrityContract
@@ -44,6 +45,7 @@ class StoreContract(
     OperationsContract,
     NotesContract,
     RangesContract,
+    DeltasContract,
 ):
     @pytest.fixture
     def make_store(self) -> MakeStore:
