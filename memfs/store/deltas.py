@@ -16,8 +16,9 @@ backends:
   two rows, fetched by the same statement (:attr:`memfs.store.sql.Dialect.stored`);
 - a revision continues the base of the content it replaces (that content itself when
   it is whole), only when it starts with every byte of it and adds at most
-  :data:`MAX_TAIL` bytes; otherwise it is stored whole and becomes the next base. So a
-  growing file stores a whole copy about every :data:`MAX_TAIL` bytes it grows;
+  :data:`MAX_TAIL` bytes (kept as they are); otherwise it is stored whole and becomes
+  the next base. So a growing file stores a whole copy about every :data:`MAX_TAIL`
+  bytes it grows;
 - only content of :data:`MIN_BASE` to :data:`MAX_CONTENT` bytes: smaller content
   costs little whole, larger is read by range from its own row
   (:mod:`memfs.store.ranges`);
@@ -47,10 +48,11 @@ __all__ = ["MAX_CONTENT", "MAX_TAIL", "MIN_BASE", "STORED", "Bases", "content_of
 
 # A base smaller than this is not worth continuing: its whole copy, packed, is small.
 MIN_BASE = 4096
-# The most a row continuing a base holds: past it the content is stored whole again.
-# Tails are stored as the base is (packed where that pays); 8 KiB keeps a growing
-# file's history within a few times what its text adds.
-MAX_TAIL = 8 << 10
+# The most a row continuing a base holds: past it the content is stored whole again
+# (and packed). Tails are stored as they are: below the size where packing starts to
+# pay (memfs.store.sqlite), and packing a tail of every revision cost the writer more
+# than the bytes it saved.
+MAX_TAIL = 4 << 10
 # Larger content is read by range from its own row (memfs.store.ranges), never
 # continued.
 MAX_CONTENT = SMALL_CONTENT
@@ -129,6 +131,6 @@ def tail_of(data: bytes | bytearray, base: bytes) -> bytes | None:
         return None
     if len(data) - len(base) > MAX_TAIL:
         return None
-    if memoryview(data)[: len(base)] != base:
+    if not data.startswith(base):  # (a memoryview's != compares byte by byte, slowly)
         return None
     return bytes(data[len(base) :])

@@ -214,11 +214,10 @@ class SqliteDialect:
         )
         if counted is None:
             return False
-        codec, stored = pack_blob(tail)
         row = db.one(
             "INSERT INTO blobs (codec, content, base) VALUES (:codec, :content, :base)"
             " RETURNING id",
-            {"codec": codec, "content": stored, "base": base},
+            {"codec": RAW, "content": tail, "base": base},  # a tail is small (deltas.MAX_TAIL)
         )
         assert row is not None
         db.run(
