@@ -92,6 +92,42 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
     assert list((tmp_path / "journal").glob("*.journal")) == []
 
 
+def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
+    store: Store, tmp_path: Path
+) -> None:
+    """The daemon dies after the store committed a landing and before it journaled the
+    bytes written meanwhile anew: the journal's landing record says how many of the
+    buffer's bytes it held, so the replay commits the rest on top (it took the landing
+    for the whole buffer and dropped them)."""
+    store.write("log.md", b"start\n", author="someone")
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from memfs.store import open_store\n"
+        "from memfs.mount.bursts import Writer\n"
+        "from memfs.mount.writes import PendingWrites\n"
+        f"me = {ME!r}\n"
+        f"store = open_store({store.url!r})\n"
+        f"w = PendingWrites(store, lambda a, fn, p: fn(),"
+        f" journal_dir=Path({str(tmp_path / 'journal')!r}))\n"
+        "w._landed = lambda *args: os._exit(0)  # dies as the store answers\n"
+        "real = store.write\n"
+        "def write(path, data, **kw):  # a write comes while the landing is in the store\n"
+        "    w.write('log.md', b'during\\n', 0, me, append=True)\n"
+        "    return real(path, data, **kw)\n"
+        "store.write = write\n"
+        "w.write('log.md', b'before\\n', 0, me, append=True)\n"
+        "w.commit('log.md')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    assert store.read("log.md")[0] == b"start\nbefore\n"  # the landing committed
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert w.recover() == ["log.md"]
+    assert store.read("log.md")[0] == b"start\nbefore\nduring\n"
+    assert [r.author for r in store.history("log.md")][:2] == [ME.actor, ME.actor]
+    w.close()
+
+
 def test_an_mtime_set_on_a_pending_file_survives_the_daemons_death(
     store: Store, tmp_path: Path
 ) -> None:

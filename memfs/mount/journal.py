@@ -18,8 +18,11 @@ write(2) had not returned when the process died).
 A buffer's change lands on the store by compare-and-set, possibly rebased onto newer
 content (:mod:`memfs.store.rebase`), so replaying it twice would append its tail twice.
 Before each attempt a LANDING record names the target path, the expected revision and
-the SHA-256 of the bytes about to be written; a replay whose last landing is already in
-the store's history was committed before the daemon could note it, and is not redone.
+the SHA-256 of the bytes about to be written, and how many bytes of the buffer they
+hold (writes that come while a landing is in flight go past them, under the same
+buffer); a replay whose last landing is already in the store's history was committed
+before the daemon could note it, and is not redone: only the bytes past it are, on top
+of the revision it made.
 A SHAPE record (written when a buffer's whole content is journaled again: compaction,
 recovery) keeps how the change relates to its base; without one it is derived from the
 writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place). A TIMES
@@ -62,8 +65,10 @@ _ID = struct.Struct("<Q")
 _TEXT = struct.Struct("<H")
 _SHAPE = struct.Struct("<QBQ")  # id, shape code, base_size
 _LANDING = struct.Struct("<Qq32s")  # id, expected revision, sha256; then the target path
+# The same, and how many of the buffer's bytes the landing holds.
+_LANDING_AT = struct.Struct("<Qq32sQ")
 
-OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES = 1, 2, 3, 4, 5, 6, 7, 8
+OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES, LANDING_AT = range(1, 10)
 _SHAPES = {Shape.APPEND: 0, Shape.WHOLE: 1, Shape.EDIT: 2}
 _CODES = {code: shape for shape, code in _SHAPES.items()}
 # OPEN flags. CREATED: the file did not exist in the store (commit must create it).
@@ -94,6 +99,8 @@ class Recovered:
     shape: Shape = Shape.WHOLE
     # The last commit attempt: (target path, expected revision, sha256 of its bytes).
     landing: tuple[str, int, bytes] | None = None
+    # How many bytes of ``data`` that attempt held (None: all, as old journals say).
+    landing_upto: int | None = None
     # An mtime set (utimens) after the last write: acknowledged, so it lands with it.
     mtime_ns: int | None = None
 
@@ -147,8 +154,11 @@ class Journal:
     def shaped(self, ident: int, shape: Shape, base_size: int) -> None:
         self._append(SHAPE, _SHAPE.pack(ident, _SHAPES[shape], base_size))
 
-    def landing(self, ident: int, target: str, expected: int, sha256: bytes) -> None:
-        self._append(LANDING, _LANDING.pack(ident, expected, sha256) + _text(target))
+    def landing(self, ident: int, target: str, expected: int, sha256: bytes, upto: int) -> None:
+        """Buffer ``ident``'s first ``upto`` bytes are about to land at ``target`` as the
+        content whose SHA-256 is ``sha256`` (rebased, it may be other bytes)."""
+        body = _LANDING_AT.pack(ident, expected, sha256, upto)
+        self._append(LANDING_AT, body + _text(target))
 
     def _append(self, kind: int, body: bytes, data: bytes | bytearray | memoryview = b"") -> None:
         length = 1 + len(body) + len(data)
@@ -387,7 +397,11 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
         elif kind == LANDING:
             _, expected, sha = _LANDING.unpack_from(body)
             target, _ = _text_at(body, _LANDING.size)
-            buf.landing = (target, expected, bytes(sha))
+            buf.landing, buf.landing_upto = (target, expected, bytes(sha)), None
+        elif kind == LANDING_AT:
+            _, expected, sha, upto = _LANDING_AT.unpack_from(body)
+            target, _ = _text_at(body, _LANDING_AT.size)
+            buf.landing, buf.landing_upto = (target, expected, bytes(sha)), upto
     for ident, buf in live.items():
         if ident in shaped:
             continue

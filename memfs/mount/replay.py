@@ -7,12 +7,14 @@ pending buffer, the base it was built on and whether the store holds it already.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from memfs.mount import journal as jr
 from memfs.store.base import Act, Store
+from memfs.store.rebase import Shape
 
 log = logging.getLogger("memfs.mount.writes")
 
@@ -35,19 +37,46 @@ def base_of(store: Store, path: str, rev: int) -> bytes:
 def landed_before(store: Store, rec: jr.Recovered) -> bool:
     """Whether the store already holds what ``rec`` would commit: its content is the
     file's, or its last landing attempt (journaled before the write) made a revision
-    (a killed daemon commits and dies before it notes the commit as done)."""
+    (a killed daemon commits and dies before it notes the commit as done) and held
+    every byte of it."""
+    return unlanded(store, rec) is None
+
+
+def unlanded(store: Store, rec: jr.Recovered) -> jr.Recovered | None:
+    """What of ``rec`` the store does not hold: None when it holds it all, ``rec``
+    itself when its last landing attempt made no revision, and, when that attempt
+    made one but writes had come past its bytes while it was in flight (the daemon
+    died before it journaled them anew), those bytes, as appends on the revision it
+    made."""
     with contextlib.suppress(Exception):
         data, _ = store.read(rec.path)
         if data == rec.data:
-            return True
+            return None
     if rec.landing is None:
-        return False
+        return rec
     target, expected, sha = rec.landing
-    with contextlib.suppress(Exception):
-        return any(
-            r.rev > expected and bytes.fromhex(r.sha256) == sha for r in store.history(target)
-        )
-    return False
+    try:
+        history = store.history(target)
+    except Exception:
+        return rec
+    made = next((r for r in history if r.rev > expected and bytes.fromhex(r.sha256) == sha), None)
+    if made is None:
+        return rec
+    upto = rec.landing_upto
+    if upto is None or upto >= len(rec.data) or target != rec.path:
+        return None
+    landed = base_of(store, target, made.rev)
+    return dataclasses.replace(
+        rec,
+        data=bytearray(landed) + rec.data[upto:],
+        base_rev=made.rev,
+        base_size=len(landed),
+        created=False,
+        whole=False,
+        shape=Shape.APPEND,
+        landing=None,
+        landing_upto=None,
+    )
 
 
 def adopt_orphans(
@@ -74,8 +103,9 @@ def adopt_orphans(
             continue
         # What one stopped daemon held for one writer is one operation.
         acts: dict[str, Act] = {}
-        for rec in pending:
-            if landed_before(store, rec):
+        for held in pending:
+            rec = unlanded(store, held)
+            if rec is None:
                 continue  # committed before the daemon could note it
             act = acts.setdefault(
                 rec.author,

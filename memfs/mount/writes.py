@@ -543,7 +543,9 @@ class PendingWrites:
                     # A daemon killed after the write and before the buffer is done must
                     # not replay the buffer at src: the landing names where it went.
                     sha = hashlib.sha256(snap.data).hexdigest()
-                    self._log().landing(snap.ident, dst, dst_rev, bytes.fromhex(sha))
+                    self._log().landing(
+                        snap.ident, dst, dst_rev, bytes.fromhex(sha), len(snap.data)
+                    )
                     entry = self.store.write(
                         dst,
                         snap.data,
@@ -566,7 +568,7 @@ class PendingWrites:
                         mode=snap.mode,
                         side=snap.program,
                         replace=True,
-                        before_write=self._journal_landing(snap.ident),
+                        before_write=self._journal_landing(snap.ident, len(snap.data)),
                         mtime_ns=snap.mtime_ns,
                     )
             except BaseException:
@@ -613,8 +615,9 @@ class PendingWrites:
             self._journal = jr.Journal(self._journal_dir)
         return self._journal
 
-    def _journal_landing(self, ident: int) -> Callable[[str, int, str], None]:
-        """``land``'s ``before_write`` for journal buffer ``ident``. It runs inside the
+    def _journal_landing(self, ident: int, upto: int) -> Callable[[str, int, str], None]:
+        """``land``'s ``before_write`` for the first ``upto`` bytes of journal buffer
+        ``ident`` (writes that come meanwhile go past them). It runs inside the
         store transaction of a batch (_land_group), so it must not take the mount's lock:
         a namespace operation holds that lock while it waits for the store's write lock,
         and the two waited for each other until the store's busy timeout (an untar's
@@ -627,7 +630,7 @@ class PendingWrites:
             if journal is None:  # (not started: a landing before any write was journaled)
                 with self.lock:
                     journal = self._log()
-            journal.landing(ident, target, expected, digest)
+            journal.landing(ident, target, expected, digest, upto)
 
         return note
 
@@ -887,7 +890,7 @@ class PendingWrites:
             author=snap.author,
             mode=snap.mode if snap.created else None,
             side=snap.program,
-            before_write=self._journal_landing(snap.ident),
+            before_write=self._journal_landing(snap.ident, len(snap.data)),
             mtime_ns=snap.mtime_ns,
             written_ns=snap.written_ns,
         )
