@@ -92,6 +92,41 @@ def test_a_dead_writers_journal_is_replayed_onto_the_files_base(
     assert list((tmp_path / "journal").glob("*.journal")) == []
 
 
+def test_turns_queued_by_programs_appending_in_turn_are_each_their_own_after_a_crash(
+    store: Store, tmp_path: Path
+) -> None:
+    """Each writer's turn is its own revision even when the daemon died before landing
+    them: the journal names where each turn ended and whose it was."""
+    one = Writer(pid=5151, started=0, program="one", user="someone")
+    two = Writer(pid=5252, started=0, program="two", user="someone")
+    store.write("log.md", b"start\n", author="someone")
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from memfs.store import open_store\n"
+        "from memfs.mount.bursts import Writer\n"
+        "from memfs.mount.writes import PendingWrites\n"
+        f"w = PendingWrites(open_store({store.url!r}), lambda a, fn, p: fn(),"
+        f" journal_dir=Path({str(tmp_path / 'journal')!r}))\n"  # (no committer: dies first)
+        f"for line, who in ((b'a1', {one!r}), (b'b1', {two!r}), (b'b2', {two!r}),"
+        f" (b'a2', {one!r})):\n"
+        "    w.write('log.md', line + b'\\n', 0, who, append=True)\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    assert store.read("log.md")[0] == b"start\n"
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert w.recover() == ["log.md"]
+    history = list(reversed(store.history("log.md")))[1:]
+    got = [(r.author, store.read_revision("log.md", r.rev)) for r in history]
+    assert got == [
+        (one.actor, b"start\na1\n"),
+        (two.actor, b"start\na1\nb1\nb2\n"),
+        (one.actor, b"start\na1\nb1\nb2\na2\n"),
+    ]
+    w.close()
+
+
 def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
     store: Store, tmp_path: Path
 ) -> None:

@@ -103,11 +103,30 @@ def test_another_programs_write_commits_the_first_ones_save_first(
     k.ops.write("/log.md", b"still vim\n", 7, 0, os.O_WRONLY)  # buffered, no fsync
     k.pid = cat
     k.ops.write("/log.md", b"cat was here\n", 17, 0, APPEND)
-    # vim's change became its own revision before cat's write went in.
-    assert other.read("log.md")[0] == b"by vim\nstill vim\n"
     k.ops.fsync("/log.md", 0, 0)
     assert other.read("log.md")[0] == b"by vim\nstill vim\ncat was here\n"
+    # vim's change is a revision of its own, before cat's (queued behind it, as an
+    # append: cat did not wait for it to land).
     assert authors(other, "log.md") == [actor("vim")] * 2 + [actor("cat")]
+    vims = other.history("log.md")[1]
+    assert other.read_revision("log.md", vims.rev) == b"by vim\nstill vim\n"
+
+
+def test_another_programs_change_that_is_no_append_lands_the_first_ones_first(
+    kernel: MakeKernel, programs: Program
+) -> None:
+    k = kernel()
+    other = k.other()
+    vim, sed = programs("vim"), programs("sed")
+    k.pid = vim
+    save(k, "/log.md", b"by vim\n")
+    k.ops.write("/log.md", b"still vim\n", 7, 0, os.O_WRONLY)  # buffered, no fsync
+    k.pid = sed
+    k.ops.write("/log.md", b"BY", 0, 0, os.O_WRONLY)  # in place: waits for vim's to land
+    assert other.read("log.md")[0] == b"by vim\nstill vim\n"
+    k.ops.fsync("/log.md", 0, 0)
+    assert other.read("log.md")[0] == b"BY vim\nstill vim\n"
+    assert authors(other, "log.md") == [actor("vim")] * 2 + [actor("sed")]
 
 
 def test_an_mtime_set_after_a_write_lands_with_it_as_one_change(

@@ -583,8 +583,11 @@ class WritePath(RuleBasedStateMachine):
         buf = self.writes.get(f)
         if buf is None or buf.state is not State.COMMITTING:
             return False
+        at = len(buf.data) if low is None else low
+        if buf.writer != who and buf.can_queue(at):
+            return False  # another writer's append queues a turn behind the landing
         mine = buf.writer == who or not buf.changed_since_snapshot()
-        return not (mine and buf.takes_while_committing(len(buf.data) if low is None else low))
+        return not (mine and buf.takes_while_committing(at))
 
     def token(self, who: str) -> bytes:
         self.count += 1
@@ -873,6 +876,92 @@ def test_another_writer_takes_over_a_landing_buffer_nothing_changed_since(
     assert flaky.inner.read("slow.md")[0] == b"one\ntwo\n"
     authors = [r.author for r in flaky.inner.history("slow.md")]
     assert authors[:2] == [TWO.actor, ONE.actor]
+
+
+def test_programs_appending_in_turn_queue_a_revision_each_and_never_wait(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    """Two programs append to one log in turn while its landing is held in the store:
+    none of their appends waits for that landing, and each turn lands as a revision of
+    its own, by its own writer, in order (four writers on two mounts made one landing
+    per append, each waited for)."""
+    writes, flaky = held
+    flaky.inner.write("log.md", b"", author="someone")
+    writes.write("log.md", b"a1\n", 0, ONE, append=True)
+    flaky.gate, flaky.gated = threading.Event(), "log.md"
+    fsync = threading.Thread(target=writes.commit, args=("log.md",))
+    fsync.start()
+    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    turns = [(b"b1\n", TWO), (b"a2\n", ONE), (b"a3\n", ONE), (b"b2\n", TWO)]
+
+    def append_all() -> None:
+        for line, who in turns:
+            writes.write("log.md", line, 0, who, append=True)
+
+    appender = threading.Thread(target=append_all)
+    appender.start()
+    appender.join(DEADLINE_S)  # the landing is still held: waiting for it never ends
+    assert not appender.is_alive(), "an append waited for the landing in flight"
+    buf = writes.get("log.md")
+    assert buf is not None and [t.end for t in buf.turns] == [3, 6, 12]
+    flaky.gate.set()
+    fsync.join(DEADLINE_S)
+    writes.commit("log.md")
+    history = list(reversed(flaky.inner.history("log.md")))
+    got = [(r.author, flaky.inner.read_revision("log.md", r.rev)) for r in history[1:]]
+    assert got == [
+        (ONE.actor, b"a1\n"),
+        (TWO.actor, b"a1\nb1\n"),
+        (ONE.actor, b"a1\nb1\na2\na3\n"),
+        (TWO.actor, b"a1\nb1\na2\na3\nb2\n"),
+    ]
+    writes.check_tally()
+
+
+def test_queued_turns_stay_apart_through_a_failed_landing_and_a_rebase(
+    tmp_path: Path,
+) -> None:
+    flaky = Flaky(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
+    flaky.inner.write("log.md", b"", author="someone")
+    # No committer: the landings are this test's own.
+    writes = PendingWrites(as_store(flaky), direct, journal_dir=tmp_path / "j")
+    writes.write("log.md", b"a1\n", 0, ONE, append=True)
+    writes.write("log.md", b"b1\n", 0, TWO, append=True)
+    writes.write("log.md", b"a2\n", 0, ONE, append=True)
+    flaky.failing = True
+    with pytest.raises(StoreUnavailable):
+        writes.commit("log.md")
+    buf = writes.get("log.md")
+    assert buf is not None and buf.state is State.FAILED and len(buf.turns) == 2
+    flaky.failing = False
+    flaky.inner.write("log.md", b"door\n", author="door")  # meanwhile, another door
+    writes.commit("log.md")
+    assert flaky.inner.read("log.md")[0] == b"door\na1\nb1\na2\n"
+    history = list(reversed(flaky.inner.history("log.md")))
+    got = [(r.author, flaky.inner.read_revision("log.md", r.rev)) for r in history[2:]]
+    assert got == [
+        (ONE.actor, b"door\na1\n"),
+        (TWO.actor, b"door\na1\nb1\n"),
+        (ONE.actor, b"door\na1\nb1\na2\n"),
+    ]
+    writes.check_tally()
+    assert writes.close().unsaved == ()
+    flaky.inner.close()
+
+
+def test_a_change_below_a_queued_turn_lands_the_turns_first(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    writes, flaky = held
+    flaky.inner.write("log.md", b"", author="someone")
+    writes.write("log.md", b"a1\n", 0, ONE, append=True)
+    writes.write("log.md", b"b1\n", 0, TWO, append=True)
+    writes.write("log.md", b"B", 0, TWO)  # TWO's own write, into ONE's turn
+    assert flaky.inner.read("log.md")[0] == b"a1\nb1\n"  # landed before it went in
+    writes.commit("log.md")
+    assert flaky.inner.read("log.md")[0] == b"B1\nb1\n"
+    authors = [r.author for r in reversed(flaky.inner.history("log.md"))][1:]
+    assert authors == [ONE.actor, TWO.actor, TWO.actor]
 
 
 def test_the_page_boundary_that_splits_a_write_is_the_kernels_not_the_buffers(

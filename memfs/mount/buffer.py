@@ -29,7 +29,8 @@ methods are the only writers of the buffer's fields)::
        (gen + 1)     | LANDED |
                      +--------+
 
-    DIRTY -> DIRTY: write, truncate. COMMITTING -> DIRTY (unfreeze): a save under another
+    DIRTY -> DIRTY: write, truncate, queue a turn. COMMITTING -> COMMITTING: a write past
+    the snapshot, queue a turn. COMMITTING -> DIRTY (unfreeze): a save under another
     name refused before anything was written (its rename reports the error).
 
 ``COMMITTING`` is the only state whose commit runs without the mount's lock: the
@@ -37,10 +38,19 @@ commit works on a :class:`Snapshot` (the bytes, base and writer frozen by
 :meth:`Buffer.begin_commit`, with a generation number), and :meth:`Buffer.landed`
 compares the generation when the store has answered. Writes that arrived meanwhile
 keep the buffer pending, now built on the revision that landed; whoever changes the
-bytes the snapshot holds (not just past them) or a second writer's change on top of
-the first writer's unlanded bytes waits for that one file's landing instead. "Due"
-(nobody wrote for a quiet period; a failure's retry time reached) is not a state: the
-owner asks :meth:`Buffer.due_in`.
+bytes the snapshot holds (not just past them) waits for that one file's landing
+instead. "Due" (nobody wrote for a quiet period; a failure's retry time reached; a
+turn queued) is not a state: the owner asks :meth:`Buffer.due_in`.
+
+**Turns.** Each writer's change is a revision of its own. When another program
+appends to a file whose pending change is itself only appends, it does not wait for
+that change to land: :meth:`Buffer.queue_turn` closes the first writer's bytes as a
+:class:`Turn` (where they end, whose they are) and the second writes on. A landing
+writes each turn as its own revision, in order, then the rest (one store transaction:
+:meth:`memfs.mount.writes.PendingWrites`), so four programs appending to one log in
+turn no longer wait for one landing each (``scripts/bench_many_writers.py``). Any other
+change by another writer, or one below a queued turn's end, still lands what is
+pending first; a queue of :data:`MAX_TURNS` does too.
 
 The byte and file counts the owner's caps need are a :class:`Tally` every buffer
 updates in the move that changes them (admitted with its bytes when made, released
@@ -93,6 +103,8 @@ PAGE = 4096
 # save is not copied once more on its way to the store. Smaller ones are copied into
 # immutable bytes, which cost little and can go anywhere (the read cache keeps them).
 LEND_AT = 1 << 20
+# The most turns a buffer queues; a writer meeting a full queue waits for it to land.
+MAX_TURNS = 256
 
 
 class Tally:
@@ -117,7 +129,8 @@ class Tally:
         falls due (None: none will). Reads from the front and stops at the first buffer
         whose quiet period has not run: every one after it changed later. A failure's
         retry time does not follow that order, so while any buffer is FAILED all are
-        read (failures are rare and retried every few seconds)."""
+        read (failures are rare and retried every few seconds); buffers with a turn
+        queued are due at once and kept at the front."""
         ready: list[Buffer] = []
         wait: float | None = None
         for buf in self.changed:
@@ -128,7 +141,8 @@ class Tally:
                 ready.append(buf)
                 continue
             wait = left if wait is None else min(wait, left)
-            if not self.failed and buf.last_write + quiet_period > now:
+            # (One with a turn queued is at the front whenever it last changed.)
+            if not self.failed and not buf.turns and buf.last_write + quiet_period > now:
                 break
         return ready, wait
 
@@ -140,6 +154,14 @@ class Tally:
         """Raise IllegalTransition unless the counts equal the sums over ``buffers``
         (the owner's live ones) and ``changed`` holds exactly those with changes."""
         bufs = list(buffers)
+        for b in bufs:
+            ends = [t.end for t in b.turns]
+            if ends != sorted(set(ends)) or (ends and ends[-1] > len(b.data)):
+                raise IllegalTransition(
+                    f"{b.path}: turns ending at {ends} in {len(b.data)} bytes",
+                    state=b.state.value,
+                    move="check",
+                )
         want = (
             sum(len(b.data) for b in bufs),
             sum(b.base_size for b in bufs),
@@ -162,6 +184,17 @@ class Tally:
                 state="tally",
                 move="check",
             )
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The bytes one writer appended up to ``end`` (from the turn before it, or the
+    base), closed when another writer appended after them: a revision of their own."""
+
+    end: int
+    author: str
+    act: Act
+    writer: Writer | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +225,8 @@ class Snapshot:
     # it lands with when it lands as made (a program that stat()s the file around the
     # commit, as vim does before it saves, must not see it change).
     written_ns: int | None = None
+    # Turns queued before the last writer's bytes (each lands first, as its own revision).
+    turns: tuple[Turn, ...] = ()
 
     @property
     def program(self) -> str:
@@ -224,6 +259,7 @@ class Buffer:
         "_retry_at",
         "_snap_gen",
         "_snap_len",
+        "_snap_turns",
         "_split_until",
         "_state",
         "_tally",
@@ -242,6 +278,7 @@ class Buffer:
         "path",
         "read_rev",
         "set_mtime_ns",
+        "turns",
         "uid",
         "whole",
         "writer",
@@ -267,6 +304,7 @@ class Buffer:
         act: Act | None = None,
         read_rev: int | None = None,
         dirty: bool = True,
+        turns: tuple[Turn, ...] = (),
     ) -> None:
         self.ident = ident
         self.path = path
@@ -295,6 +333,10 @@ class Buffer:
         self._gen = 0
         self._snap_len = 0
         self._snap_gen = 0
+        # Turns queued before the bytes of ``author`` at the end (see Turn), and those a
+        # landing in flight holds (back in the queue if it fails).
+        self.turns = turns
+        self._snap_turns: tuple[Turn, ...] = ()
         self._lent = False  # self.data is a snapshot's too: copy it before changing it
         self._split_until = 0.0  # the last write may be the first part of one (SPLIT_GRACE)
         self._tally = tally
@@ -331,10 +373,29 @@ class Buffer:
         return Shape.APPEND if self.low >= self.base_size else Shape.EDIT
 
     def due_in(self, quiet_period: float, now: float) -> float:
-        """Seconds until the owner should commit it (a failure: until its retry)."""
+        """Seconds until the owner should commit it (a failure: until its retry; a
+        queued turn: at once, but for a write that may have more to come)."""
         if self._state is State.FAILED:
             return self._retry_at - now
+        if self.turns:
+            return self._split_until - now
         return max(self.last_write + quiet_period, self._split_until) - now
+
+    @property
+    def queued_end(self) -> int:
+        """Where the last queued turn ends (0: none queued)."""
+        return self.turns[-1].end if self.turns else 0
+
+    def can_queue(self, low: int) -> bool:
+        """Whether another writer's change whose lowest offset is ``low`` may queue
+        behind what this buffer holds rather than wait for it to land: an append at the
+        end of a change that is itself only appends, with room in the queue."""
+        return (
+            self._state in (State.DIRTY, State.COMMITTING)
+            and self.shape is Shape.APPEND
+            and low >= len(self.data)
+            and len(self.turns) < MAX_TURNS
+        )
 
     def changed_since_snapshot(self) -> bool:
         """COMMITTING: whether writes arrived after the snapshot now landing."""
@@ -343,7 +404,7 @@ class Buffer:
     def takes_while_committing(self, low: int) -> bool:
         """COMMITTING: whether a change whose lowest offset is ``low`` leaves the bytes
         being landed alone (it goes past them), so it need not wait for the landing."""
-        return self._state is State.COMMITTING and low >= self._snap_len
+        return self._state is State.COMMITTING and low >= max(self._snap_len, self.queued_end)
 
     # --- moves -----------------------------------------------------------------------------
     def _expect(self, move: str, *states: State) -> None:
@@ -359,6 +420,24 @@ class Buffer:
         self._expect("change hands", State.CLEAN, State.DIRTY, State.COMMITTING)
         self.author, self.writer, self.act = writer.actor, writer, act
 
+    def queue_turn(self, writer: Writer, act: Act) -> Turn | None:
+        """DIRTY or COMMITTING: close the bytes of the writer at the end as a turn of
+        its own and let ``writer`` append after them, in ``act`` (the caller asked
+        :meth:`can_queue`). Returns the turn queued (None: that writer had no bytes
+        since the last turn, so it just hands over). While COMMITTING the turn also
+        marks where the snapshot's writer ended: back in the queue if the landing
+        fails, it keeps their bytes theirs."""
+        self._expect("queue a turn", State.DIRTY, State.COMMITTING)
+        floor = self.queued_end or (0 if self._state is State.COMMITTING else self.base_size)
+        turn = None
+        if len(self.data) > floor:
+            turn = Turn(len(self.data), self.author, self.act or Act(self.author), self.writer)
+            self.turns += (turn,)
+            if self._state is State.DIRTY:
+                self._tally.changed.move_to_end(self, last=False)  # due now
+        self.author, self.writer, self.act = writer.actor, writer, act
+        return turn
+
     def _changed(self, low: int) -> None:
         if self._state is State.COMMITTING and low < self._snap_len:
             raise IllegalTransition(
@@ -366,11 +445,19 @@ class Buffer:
                 state=self._state.value,
                 move="change landing bytes",
             )
+        if low < self.queued_end:
+            raise IllegalTransition(
+                f"{self.path}: a change below a queued turn must wait for it to land",
+                state=self._state.value,
+                move="change queued bytes",
+            )
         if self._state is State.CLEAN:
             self._state = State.DIRTY
             self._tally.changed[self] = None
         else:
-            self._tally.changed.move_to_end(self)
+            # A buffer with a turn queued is due now: at the front, where the committer
+            # looks first (Tally.due).
+            self._tally.changed.move_to_end(self, last=not self.turns)
         self.low = min(self.low, low)
         self._gen += 1
         self.last_write = time.monotonic()
@@ -454,6 +541,7 @@ class Buffer:
         self._state = State.COMMITTING
         self._snap_len = len(self.data)
         self._snap_gen = self._gen
+        self._snap_turns, self.turns = self.turns, ()
         self._lent = len(self.data) >= LEND_AT
         return Snapshot(
             ident=self.ident,
@@ -473,6 +561,7 @@ class Buffer:
             gen=self._gen,
             mtime_ns=self.set_mtime_ns,
             written_ns=self.mtime_ns,
+            turns=self._snap_turns,
         )
 
     def landed(
@@ -484,10 +573,17 @@ class Buffer:
         it is not the snapshot's bytes (a rebase or merge); the bytes written past the
         snapshot then follow it, as appends do."""
         self._expect("land", State.COMMITTING)
+        self._snap_turns = ()
         if snap.gen == self._gen:
             self._leave(State.LANDED)
             return True
         base_size = len(snap.data)
+        # Turns queued since, past what landed (one ending there only marked where the
+        # snapshot's writer stopped), follow the content that landed.
+        moved = 0 if content is None else len(content) - base_size
+        self.turns = tuple(
+            Turn(t.end + moved, t.author, t.act, t.writer) for t in self.turns if t.end > base_size
+        )
         if content is not None:
             self._own()
             tail = self.data[base_size:]
@@ -529,6 +625,7 @@ class Buffer:
             )
         self._state = State.DIRTY if self._failure is None else State.FAILED
         self._tally.failed += self._state is State.FAILED
+        self.turns, self._snap_turns = self._snap_turns + self.turns, ()
 
     def commit_failed(self, exc: BaseException, retry_at: float) -> bool:
         """COMMITTING -> FAILED; True the first time (the owner keeps one copy: writes to
@@ -539,6 +636,8 @@ class Buffer:
         self._retry_at = retry_at
         self._state = State.FAILED
         self._tally.failed += 1
+        # Each turn still lands as its own revision when the retry does.
+        self.turns, self._snap_turns = self._snap_turns + self.turns, ()
         return first
 
     def discard(self) -> None:

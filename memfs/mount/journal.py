@@ -27,7 +27,10 @@ A SHAPE record (written when a buffer's whole content is journaled again: compac
 recovery) keeps how the change relates to its base; without one it is derived from the
 writes (an O_APPEND tail, a rewrite from truncate to 0, an edit in place). A TIMES
 record keeps an mtime set after the last write (tar's utimens after close), which the
-commit lands with the content; a later WRITE or TRUNCATE forgets it.
+commit lands with the content; a later WRITE or TRUNCATE forgets it. A TURN record
+closes the bytes up to an offset as the revision of the buffer's author so far and
+names the author of what follows (another program appending in turn:
+:meth:`memfs.mount.buffer.Buffer.queue_turn`), so a replay lands each as its own.
 
 Each daemon writes its own file, ``<dir>/<pid>-<n>.journal``, and holds an exclusive
 ``flock`` on it while it runs. A journal nobody holds belongs to a daemon that is gone:
@@ -68,7 +71,7 @@ _LANDING = struct.Struct("<Qq32s")  # id, expected revision, sha256; then the ta
 # The same, and how many of the buffer's bytes the landing holds.
 _LANDING_AT = struct.Struct("<Qq32sQ")
 
-OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES, LANDING_AT = range(1, 10)
+OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES, LANDING_AT, TURN = range(1, 11)
 _SHAPES = {Shape.APPEND: 0, Shape.WHOLE: 1, Shape.EDIT: 2}
 _CODES = {code: shape for shape, code in _SHAPES.items()}
 # OPEN flags. CREATED: the file did not exist in the store (commit must create it).
@@ -103,6 +106,8 @@ class Recovered:
     landing_upto: int | None = None
     # An mtime set (utimens) after the last write: acknowledged, so it lands with it.
     mtime_ns: int | None = None
+    # Turns closed before ``author``'s bytes at the end: (end, author), in order.
+    turns: list[tuple[int, str]] = field(default_factory=list)
 
 
 class Journal:
@@ -150,6 +155,11 @@ class Journal:
 
     def done(self, ident: int) -> None:
         self._append(DONE, _ID.pack(ident))
+
+    def turned(self, ident: int, end: int, author: str) -> None:
+        """The bytes of buffer ``ident`` up to ``end`` are its author's so far; what
+        follows is ``author``'s."""
+        self._append(TURN, _POS.pack(ident, end) + _text(author))
 
     def shaped(self, ident: int, shape: Shape, base_size: int) -> None:
         self._append(SHAPE, _SHAPE.pack(ident, _SHAPES[shape], base_size))
@@ -390,6 +400,11 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             buf.mode = _MODE.unpack_from(body)[1]
         elif kind == TIMES:
             buf.mtime_ns = _TIMES.unpack_from(body)[1]
+        elif kind == TURN:
+            (_, end) = _POS.unpack_from(body)
+            if end > (buf.turns[-1][0] if buf.turns else buf.base_size):
+                buf.turns.append((end, buf.author))
+            buf.author, _ = _text_at(body, _POS.size)  # (no bytes since: a hand-over)
         elif kind == SHAPE:
             _, code, buf.base_size = _SHAPE.unpack_from(body)
             buf.shape = _CODES.get(code, Shape.WHOLE)

@@ -467,9 +467,12 @@ class MemfsOperations(NamespaceOps):
         # What it reads must be a stored revision for the read to be a save's base.
         known = not reading or self.writes.settle_for_reading(p, who)
         buf = self.writes.get(p)
-        if buf is not None and buf.state is State.COMMITTING:
+        if reading and buf is not None and buf.state is State.COMMITTING:
             # What it holds is landing (outside the lock): the revision it lands as is
-            # what an opening to read has read, not the base it was built on.
+            # what an opening to read has read, not the base it was built on. An open
+            # only to write need not wait for it (appenders taking turns would wait for
+            # one landing each): it pins the base, and the landing moves the pin on
+            # (_committed), as it does for the handles open before it.
             buf = self.writes.steady(p)
         if buf is not None:
             rev = 0 if buf.created else buf.base_rev

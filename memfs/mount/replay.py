@@ -66,6 +66,7 @@ def unlanded(store: Store, rec: jr.Recovered) -> jr.Recovered | None:
     if upto is None or upto >= len(rec.data) or target != rec.path:
         return None
     landed = base_of(store, target, made.rev)
+    moved = len(landed) - upto
     return dataclasses.replace(
         rec,
         data=bytearray(landed) + rec.data[upto:],
@@ -76,6 +77,7 @@ def unlanded(store: Store, rec: jr.Recovered) -> jr.Recovered | None:
         shape=Shape.APPEND,
         landing=None,
         landing_upto=None,
+        turns=[(end + moved, author) for end, author in rec.turns if end > upto],
     )
 
 

@@ -82,7 +82,7 @@ from typing import Protocol, TypeVar
 
 from memfs.errors import PathError, PathTooLong
 from memfs.mount import journal as jr
-from memfs.mount.buffer import PAGE, Buffer, Snapshot, State, Tally
+from memfs.mount.buffer import PAGE, Buffer, Snapshot, State, Tally, Turn
 from memfs.mount.bursts import Writer
 from memfs.mount.caps import Caps
 from memfs.mount.health import Health, HealthBoard
@@ -637,9 +637,12 @@ class PendingWrites:
     def _journal_whole(self, journal: jr.Journal, buf: Buffer) -> None:
         """``buf`` as one buffer of ``journal``: its base, its shape, all its bytes."""
         flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
-        journal.opened(buf.ident, buf.path, buf.author, buf.landing_base, buf.mode, flags)
+        authors = [turn.author for turn in buf.turns] + [buf.author]
+        journal.opened(buf.ident, buf.path, authors[0], buf.landing_base, buf.mode, flags)
         journal.shaped(buf.ident, buf.shape, buf.base_size)
         journal.wrote(buf.ident, 0, buf.data)
+        for turn, after in zip(buf.turns, authors[1:], strict=True):
+            journal.turned(buf.ident, turn.end, after)
         if buf.set_mtime_ns is not None:
             journal.timed(buf.ident, buf.set_mtime_ns)
 
@@ -658,15 +661,22 @@ class PendingWrites:
             if buf.state is State.FAILED:
                 failure = buf.failure or OSError(errno.EIO, "failed")
                 raise OSError(errno_of(failure), f"{path} could not be saved: {failure}")
+            at = len(buf.data) if low == END else low
+            mine = same_writer(buf.writer, who)
+            if not mine and buf.can_queue(at):
+                # Another program appending: what the first one wrote is its own
+                # revision, queued to land first (Buffer.queue_turn), not waited for.
+                self._queue_turn(buf, who)
+                return buf
             if buf.state is State.COMMITTING:
-                mine = same_writer(buf.writer, who) or not buf.changed_since_snapshot()
-                if mine and buf.takes_while_committing(len(buf.data) if low == END else low):
+                if (mine or not buf.changed_since_snapshot()) and buf.takes_while_committing(at):
                     buf.take_over(who, self._act_for(who))
                     return buf
                 self.lock.wait()  # for this file's landing, not the store's lock
                 continue
-            if buf.dirty and not same_writer(buf.writer, who):
-                # Another program's change: what the first one wrote is its own revision.
+            if (buf.dirty and not mine) or at < buf.queued_end:
+                # Another program's change (what the first one wrote is its own
+                # revision), or a change to bytes a queued turn holds: land them first.
                 self._commit(buf)
                 continue
             buf.take_over(who, self._act_for(who))
@@ -706,6 +716,14 @@ class PendingWrites:
         )
         self._add(buf)
         return buf
+
+    def _queue_turn(self, buf: Buffer, who: Writer) -> None:
+        """``who`` appends after what ``buf`` holds; the writer before it has a turn of
+        its own, journaled, and the committer lands it at once."""
+        before = buf.author
+        if buf.queue_turn(who, self._act_for(who)) is not None or before != buf.author:
+            self._log().turned(buf.ident, len(buf.data), buf.author)
+        self._wake.set()
 
     def _room_for(self, buf: Buffer, size: int) -> bool:
         """Whether ``buf`` may grow to ``size`` within max_pending_bytes. If not, commit
@@ -880,6 +898,8 @@ class PendingWrites:
 
     def _landing(self, snap: Snapshot) -> Landing:
         """The store calls that land ``snap`` (in the caller's transaction, if any)."""
+        if snap.turns and snap.shape is Shape.APPEND:
+            return self._landing_turns(snap)
         return land(
             self.store,
             snap.path,
@@ -894,6 +914,44 @@ class PendingWrites:
             mtime_ns=snap.mtime_ns,
             written_ns=snap.written_ns,
         )
+
+    def _landing_turns(self, snap: Snapshot) -> Landing:
+        """``snap``'s queued turns, each its own revision by its own writer, then the
+        last writer's bytes, in one transaction (a savepoint of the caller's). Only
+        appends queue, so only the first can meet another writer's change (and is
+        rebased onto it); the rest follow what landed before them."""
+        last = Turn(len(snap.data), snap.author, snap.act, snap.writer)
+        base_rev, start, over = snap.landing_base, snap.base_size, None
+        as_made = True  # every revision so far holds the snapshot's bytes as they were
+        # One content grown by each turn's bytes, and its hash from the one before:
+        # building and hashing each whole content again cost a queue of turns the
+        # square of the file's length. (The store keeps no reference to what it wrote.)
+        content = bytearray(snap.data[: snap.base_size])
+        hashed = hashlib.sha256(content)
+        with self.store.batch():
+            for turn in (*snap.turns, last):
+                added = snap.data[start : turn.end]
+                base_size = len(content)
+                content += added
+                hashed.update(added)
+                with self.store.acting(turn.act):
+                    landing = land(
+                        self.store, snap.path, content, base_rev=base_rev, shape=Shape.APPEND,
+                        base_size=base_size, author=turn.author,
+                        before_write=self._journal_landing(snap.ident, turn.end),
+                        mtime_ns=snap.mtime_ns if turn is last else None,
+                        written_ns=snap.written_ns if turn is last else None,
+                        sha256=hashed.hexdigest(),
+                    )  # fmt: skip
+                if landing.outcome != "written":
+                    as_made = False
+                    over = landing.over if over is None else over
+                    content = bytearray(self.store.read_revision(snap.path, landing.entry.rev))
+                    hashed = hashlib.sha256(content)
+                base_rev, start = landing.entry.rev, turn.end
+        if as_made:
+            return landing
+        return Landing(landing.entry, "rebased", None, over)
 
     def _own(self, snap: Snapshot, run: Callable[[Callable[[], Entry]], Entry]) -> None:
         """Record the owner of a file another user made through --allow-other: the entry
@@ -1110,6 +1168,13 @@ class PendingWrites:
             whole=rec.shape is Shape.WHOLE,
             low=0 if rec.shape is Shape.EDIT else -1,
             act=act,
+            # Each writer's turn again its own revision, as the stopped daemon would have
+            # landed it.
+            turns=tuple(
+                Turn(end, author, Act(author, detail=act.detail), None)
+                for end, author in rec.turns
+                if rec.shape is Shape.APPEND  # (only appends queue turns)
+            ),
         )
         if rec.mtime_ns is not None:
             buf.set_mtime(rec.mtime_ns)  # acknowledged before the daemon stopped

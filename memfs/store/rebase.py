@@ -132,6 +132,7 @@ def land(
     replace: bool = False,
     mtime_ns: int | None = None,
     written_ns: int | None = None,
+    sha256: str | None = None,
 ) -> Landing:
     """Commit ``data`` at ``path`` as the change built on revision ``base_rev`` (0: the
     file did not exist), by the module's rules.
@@ -149,7 +150,9 @@ def land(
     explicitly after the write; None: the time of the write). ``written_ns``: when the
     change was made; it lands with that mtime if it lands as made (written over its
     base, not rebased, merged or recreated), so a file's time does not move when a
-    change made earlier is committed. The store's refusals
+    change made earlier is committed. ``sha256``: the hex SHA-256 of ``data``, if the
+    caller has it (a queue of appends hashes each turn from the one before). The
+    store's refusals
     (TooLarge, CapExceeded, NotADirectory, StoreUnavailable, ...) propagate and nothing
     is written; Conflict never does.
     """
@@ -160,7 +163,7 @@ def land(
     content = data
     replaced = b""  # what a displacing save replaces (compare-and-set: exactly this)
     for _ in range(tries):
-        sha = sha256_of(content)
+        sha = sha256 if sha256 is not None and content is data else sha256_of(content)
         note(path, expected, sha)
         try:
             entry = store.write(
