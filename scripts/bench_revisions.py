@@ -2,10 +2,11 @@
 
     .venv/bin/python scripts/bench_revisions.py [--lines 5000] [--revisions 400] [--url URL]
 
-An appender's revision adds a line to a file, and the store keeps the whole new content
-as its blob: hashed, zlib-packed past 4 KiB (SQLite), written. Four writers on two
-mounts make one revision per turn of writers, so this cost, in proportion to the file,
-is what bounds that layout (``scripts/bench_many_writers.py``). Rows, in one store:
+An appender's revision adds a line to a file. The store kept the whole new content as
+its blob (hashed, zlib-packed past 4 KiB on SQLite, written), a cost in proportion to
+the file; it now keeps what the revision added after its base (memfs.store.deltas).
+Four writers on two mounts make one revision per turn of writers, so this cost bounds
+that layout (``scripts/bench_many_writers.py``). Rows, in one store:
 
 * ``growing``: revisions of a text file of ``--lines`` lines (about 40 KB) that grows
   by one line each, compare-and-set on the revision before, as a mount's landing

@@ -8,6 +8,7 @@ write to another file nor more writes to its own."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import random
 import shutil
@@ -193,6 +194,28 @@ def test_landing_needs_a_landing_in_flight_and_a_change_below_it_waits() -> None
         b.unfreeze()  # changed meanwhile: only the landing settles it
     assert not b.landed(snap, entry(9), ident=2)  # changes since: still pending
     assert (b.state, b.base_rev, b.base_size, bytes(b.data)) == (State.DIRTY, 9, 4, b"basemore")
+
+
+def test_turns_queued_around_a_landing_keep_each_writers_bytes_theirs() -> None:
+    """A writer that handed over before it wrote has no turn, in flight or back in the
+    queue after a failed landing: every turn holds bytes, its writer's."""
+    tally = Tally()
+    buf = Buffer(
+        tally, ident=1, path="f.md", data=b"base", author=ONE.actor, base_rev=3,
+        mode=0o644, created=False, base_size=4, writer=ONE, act=Act(ONE.actor),
+    )  # fmt: skip
+    three = Writer(pid=4444, started=1, program="three", user="someone")
+    buf.write(4, b"a1")
+    turn = buf.queue_turn(TWO, Act(TWO.actor))
+    assert turn is not None and (turn.end, turn.author) == (6, ONE.actor)
+    snap = buf.begin_commit()  # TWO has written nothing yet
+    assert [t.end for t in snap.turns] == [6] and snap.author == TWO.actor
+    assert buf.queue_turn(three, Act(three.actor)) is None  # a hand-over, no turn
+    buf.write(6, b"c1")
+    buf.commit_failed(OSError(errno.EIO, "away"), 0.0)
+    assert [(t.end, t.author) for t in buf.turns] == [(6, ONE.actor)]
+    assert buf.author == three.actor and bytes(buf.data) == b"basea1c1"
+    tally.check([buf])
 
 
 @pytest.mark.parametrize("rebased", [False, True])
@@ -962,6 +985,39 @@ def test_a_change_below_a_queued_turn_lands_the_turns_first(
     assert flaky.inner.read("log.md")[0] == b"B1\nb1\n"
     authors = [r.author for r in reversed(flaky.inner.history("log.md"))][1:]
     assert authors == [ONE.actor, TWO.actor, TWO.actor]
+
+
+def test_writes_during_a_rebased_landing_follow_it_when_its_revision_is_pruned(
+    tmp_path: Path,
+) -> None:
+    """Another mount's history may prune the revision a landing made before this mount
+    settles it (four appenders on two mounts, a queue of turns a landing): the writes
+    made meanwhile follow the content the landing holds. Reading that revision back
+    failed, the buffer stayed landing, and its writers waited for ever (and with them,
+    the kernel's cache invalidation of the file)."""
+
+    class Pruned(Flaky):
+        def read_revision(self, path: str, rev: int) -> bytes:
+            raise NotFound(f"revision {rev} of '{path}' is not retained", path=path)
+
+    flaky = Pruned(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
+    flaky.inner.write("log.md", b"start\n", author="someone")
+    with running(flaky, tmp_path) as writes:
+        writes.write("log.md", b"a\n", 0, ONE, append=True)
+        flaky.inner.write("log.md", b"start\ndoor\n", author="door")  # so it rebases
+        flaky.gate, flaky.gated = threading.Event(), "log.md"
+        fsync = threading.Thread(target=writes.commit, args=("log.md",))
+        fsync.start()
+        assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+        writes.write("log.md", b"b\n", 0, ONE, append=True)  # while it lands
+        flaky.gate.set()
+        fsync.join(DEADLINE_S)
+        assert not fsync.is_alive()
+        buf = writes.get("log.md")
+        assert buf is not None and state_of(buf) is State.DIRTY
+        assert bytes(buf.data) == b"start\ndoor\na\nb\n"
+        writes.commit("log.md")
+        assert flaky.inner.read("log.md")[0] == b"start\ndoor\na\nb\n"
 
 
 def test_the_page_boundary_that_splits_a_write_is_the_kernels_not_the_buffers(

@@ -428,7 +428,10 @@ class Buffer:
         marks where the snapshot's writer ended: back in the queue if the landing
         fails, it keeps their bytes theirs."""
         self._expect("queue a turn", State.DIRTY, State.COMMITTING)
-        floor = self.queued_end or (0 if self._state is State.COMMITTING else self.base_size)
+        # Where the writer at the end began: after the last turn, queued or landing.
+        floor = self.queued_end or (
+            self._snap_turns[-1].end if self._snap_turns else self.base_size
+        )
         turn = None
         if len(self.data) > floor:
             turn = Turn(len(self.data), self.author, self.act or Act(self.author), self.writer)

@@ -80,7 +80,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from memfs.errors import PathError, PathTooLong
+from memfs.errors import NotFound, PathError, PathTooLong
 from memfs.mount import journal as jr
 from memfs.mount.buffer import PAGE, Buffer, Snapshot, State, Tally, Turn
 from memfs.mount.bursts import Writer
@@ -857,6 +857,8 @@ class PendingWrites:
         when not needed, or when the read fails (:meth:`_landed` reads it then)."""
         if not isinstance(result, Landing) or result.outcome == "written":
             return None
+        if result.content is not None:
+            return result.content
         with contextlib.suppress(Exception):
             if buf.changed_since_snapshot():
                 return self.store.read_revision(snap.path, result.entry.rev)
@@ -930,6 +932,8 @@ class PendingWrites:
         hashed = hashlib.sha256(content)
         with self.store.batch():
             for turn in (*snap.turns, last):
+                if turn.end <= start and turn is not last:
+                    continue  # (a writer that handed over before it wrote)
                 added = snap.data[start : turn.end]
                 base_size = len(content)
                 content += added
@@ -951,7 +955,7 @@ class PendingWrites:
                 base_rev, start = landing.entry.rev, turn.end
         if as_made:
             return landing
-        return Landing(landing.entry, "rebased", None, over)
+        return Landing(landing.entry, "rebased", None, over, bytes(content))
 
     def _own(self, snap: Snapshot, run: Callable[[Callable[[], Entry]], Entry]) -> None:
         """Record the owner of a file another user made through --allow-other: the entry
@@ -980,7 +984,9 @@ class PendingWrites:
         was_failing = buf.failure is not None
         if content is None and landing.outcome != "written" and buf.changed_since_snapshot():
             # Writes came after the check outside the lock: one read, under it.
-            content = self.store.read_revision(snap.path, entry.rev)
+            content = landing.content
+            if content is None:
+                content, entry = self._landed_content(snap.path, entry)
         if buf.landed(snap, entry, ident=next(self._ids), content=content):
             self._forget(buf)
         else:
@@ -1005,6 +1011,16 @@ class PendingWrites:
             forget_copy(self.recovery_dir, snap.path)
             self._board.unsaved.discard(snap.path)
         self._board.publish()
+
+    def _landed_content(self, path: str, entry: Entry) -> tuple[bytes, Entry]:
+        """What is at ``path`` for the writes that came during a landing to follow: the
+        revision that landed (``entry``), or, once another writer's history has pruned
+        it, the file as it is now. Those writes only go past the landing's bytes, so
+        they are appends on either."""
+        try:
+            return self.store.read_revision(path, entry.rev), entry
+        except NotFound:
+            return self.store.read(path)
 
     def _failed(self, buf: Buffer, snap: Snapshot, exc: BaseException) -> None:
         first = buf.commit_failed(exc, time.monotonic() + RETRY_S)

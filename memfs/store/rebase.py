@@ -72,12 +72,16 @@ class Landing:
     ``recreated``, ``replaced``; ``displaced``, theirs then being at ``copy``), the merge
     (``rebased`` for an append or edit, ``merged`` for a whole save) or theirs
     (``conflict``, ours then being at ``copy``). ``over`` is the newer revision the
-    change met, if any."""
+    change met, if any. ``content``: the bytes at ``entry`` when they are not the
+    change's own and the landing has them (rebased, merged, recreated): what a caller
+    holding later changes builds on, without reading a revision that another writer's
+    history may have pruned by then (None: the change's own bytes, or not kept)."""
 
     entry: Entry
     outcome: Outcome
     copy: str | None = None
     over: int | None = None
+    content: bytes | None = None
 
 
 _SIDE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -182,7 +186,8 @@ def land(
                 raise  # a parent is missing or is not a directory: not a moved base
         else:
             if outcome != "displaced":
-                return Landing(entry, outcome, None, over)
+                held = None if content is data else bytes(content)
+                return Landing(entry, outcome, None, over, held)
             assert over is not None
             writer = _author_of(store, path, over)
             copy = _write_copy(store, path, replaced, writer, mode, author, note)
@@ -208,7 +213,7 @@ def land(
                 if merged is None:  # ours lands; what it replaces is kept as a copy
                     content, outcome, replaced = data, "displaced", theirs
                 elif merged == theirs:  # nothing of ours is missing from theirs
-                    return Landing(now, "merged", None, over)
+                    return Landing(now, "merged", None, over, theirs)
                 else:
                     content, outcome = merged, "merged"
         else:
