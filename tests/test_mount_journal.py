@@ -47,9 +47,10 @@ def pending(store: Store, tmp_path: Path) -> PendingWrites:
     return w
 
 
-def die_with(store_url: str, journal_dir: Path, script: str) -> None:
-    """Run ``script`` against a PendingWrites in a child that then dies without cleanup,
-    as a killed daemon would (os._exit: no close, no commit)."""
+def die_with(store_url: str, journal_dir: Path, script: str, *, committer: bool = True) -> None:
+    """Run ``script`` against a PendingWrites ``w`` over ``store`` in a child that then
+    dies without cleanup, as a killed daemon would (os._exit: no close, no commit).
+    ``committer`` False: nothing lands but what the script lands itself."""
     code = (
         "import os, sys\n"
         "from pathlib import Path\n"
@@ -58,8 +59,7 @@ def die_with(store_url: str, journal_dir: Path, script: str) -> None:
         "from memfs.mount.writes import PendingWrites\n"
         f"store = open_store({store_url!r})\n"
         f"w = PendingWrites(store, lambda a, fn, p: fn(), journal_dir=Path({str(journal_dir)!r}),"
-        " quiet_period=3600)\n"
-        "w.start()\n" + script + "\nos._exit(0)\n"
+        " quiet_period=3600)\n" + ("w.start()\n" if committer else "") + script + "\nos._exit(0)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -100,20 +100,14 @@ def test_turns_queued_by_programs_appending_in_turn_are_each_their_own_after_a_c
     one = Writer(pid=5151, started=0, program="one", user="someone")
     two = Writer(pid=5252, started=0, program="two", user="someone")
     store.write("log.md", b"start\n", author="someone")
-    code = (
-        "import os\n"
-        "from pathlib import Path\n"
-        "from memfs.store import open_store\n"
-        "from memfs.mount.bursts import Writer\n"
-        "from memfs.mount.writes import PendingWrites\n"
-        f"w = PendingWrites(open_store({store.url!r}), lambda a, fn, p: fn(),"
-        f" journal_dir=Path({str(tmp_path / 'journal')!r}))\n"  # (no committer: dies first)
+    die_with(
+        store.url,
+        tmp_path / "journal",
         f"for line, who in ((b'a1', {one!r}), (b'b1', {two!r}), (b'b2', {two!r}),"
         f" (b'a2', {one!r})):\n"
-        "    w.write('log.md', line + b'\\n', 0, who, append=True)\n"
-        "os._exit(0)\n"
+        "    w.write('log.md', line + b'\\n', 0, who, append=True)\n",
+        committer=False,  # (turns are due at once: it dies first)
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert store.read("log.md")[0] == b"start\n"
     w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
     assert w.recover() == ["log.md"]
@@ -135,16 +129,10 @@ def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
     buffer's bytes it held, so the replay commits the rest on top (it took the landing
     for the whole buffer and dropped them)."""
     store.write("log.md", b"start\n", author="someone")
-    code = (
-        "import os\n"
-        "from pathlib import Path\n"
-        "from memfs.store import open_store\n"
-        "from memfs.mount.bursts import Writer\n"
-        "from memfs.mount.writes import PendingWrites\n"
+    die_with(
+        store.url,
+        tmp_path / "journal",
         f"me = {ME!r}\n"
-        f"store = open_store({store.url!r})\n"
-        f"w = PendingWrites(store, lambda a, fn, p: fn(),"
-        f" journal_dir=Path({str(tmp_path / 'journal')!r}))\n"
         "w._landed = lambda *args: os._exit(0)  # dies as the store answers\n"
         "real = store.write\n"
         "def write(path, data, **kw):  # a write comes while the landing is in the store\n"
@@ -152,9 +140,9 @@ def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
         "    return real(path, data, **kw)\n"
         "store.write = write\n"
         "w.write('log.md', b'before\\n', 0, me, append=True)\n"
-        "w.commit('log.md')\n"
+        "w.commit('log.md')\n",
+        committer=False,
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert store.read("log.md")[0] == b"start\nbefore\n"  # the landing committed
     w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
     assert w.recover() == ["log.md"]

@@ -841,6 +841,28 @@ def test_writes_made_while_an_fsynced_file_lands_stay_durable_in_the_journal(
 
 
 # --- a landing in flight holds up nothing else -------------------------------------------
+def revisions(store: Store, path: str) -> list[tuple[str, bytes]]:
+    """``path``'s retained revisions, oldest first: (author, content)."""
+    return [(r.author, store.read_revision(path, r.rev)) for r in reversed(store.history(path))]
+
+
+def landing_held(writes: PendingWrites, flaky: Flaky, path: str) -> threading.Thread:
+    """An fsync of ``path`` from another thread, held inside the store's write until
+    :func:`let_go`."""
+    flaky.gate, flaky.gated = threading.Event(), path
+    fsync = threading.Thread(target=writes.commit, args=(path,))
+    fsync.start()
+    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    return fsync
+
+
+def let_go(flaky: Flaky, fsync: threading.Thread) -> None:
+    assert flaky.gate is not None
+    flaky.gate.set()
+    fsync.join(DEADLINE_S)
+    assert not fsync.is_alive(), "the held landing never ended"
+
+
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[tuple[PendingWrites, Flaky]]:
     real = open_store(f"sqlite://{tmp_path / 'memory.db'}")
@@ -860,18 +882,13 @@ def test_a_landing_held_in_the_store_blocks_no_other_write(
 ) -> None:
     writes, flaky = held
     writes.write("slow.md", b"first\n", 0, ONE, append=True)
-    flaky.gate, flaky.gated = threading.Event(), "slow.md"
-    fsync = threading.Thread(target=writes.commit, args=("slow.md",))
-    fsync.start()
-    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    fsync = landing_held(writes, flaky, "slow.md")
     # The fsync is inside the store's write now: the mount's lock is free.
     writes.write("other.md", b"elsewhere\n", 0, TWO, append=True)
     writes.write("slow.md", b"second\n", 0, ONE, append=True)  # the same file and writer
     slow = writes.get("slow.md")
     assert slow is not None and slow.state is State.COMMITTING
-    flaky.gate.set()
-    fsync.join(DEADLINE_S)
-    assert not fsync.is_alive()
+    let_go(flaky, fsync)
     assert flaky.inner.read("slow.md")[0] == b"first\n"  # what the fsync landed
     assert (state_of(slow), bytes(slow.data)) == (State.DIRTY, b"first\nsecond\n")  # still pending
     # Another program's write commits the first one's bytes as their own revision.
@@ -888,13 +905,9 @@ def test_another_writer_takes_over_a_landing_buffer_nothing_changed_since(
 ) -> None:
     writes, flaky = held
     writes.write("slow.md", b"one\n", 0, ONE, append=True)
-    flaky.gate, flaky.gated = threading.Event(), "slow.md"
-    fsync = threading.Thread(target=writes.commit, args=("slow.md",))
-    fsync.start()
-    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    fsync = landing_held(writes, flaky, "slow.md")
     writes.write("slow.md", b"two\n", 0, TWO, append=True)  # does not wait
-    flaky.gate.set()
-    fsync.join(DEADLINE_S)
+    let_go(flaky, fsync)
     writes.commit("slow.md")
     assert flaky.inner.read("slow.md")[0] == b"one\ntwo\n"
     authors = [r.author for r in flaky.inner.history("slow.md")]
@@ -911,10 +924,7 @@ def test_programs_appending_in_turn_queue_a_revision_each_and_never_wait(
     writes, flaky = held
     flaky.inner.write("log.md", b"", author="someone")
     writes.write("log.md", b"a1\n", 0, ONE, append=True)
-    flaky.gate, flaky.gated = threading.Event(), "log.md"
-    fsync = threading.Thread(target=writes.commit, args=("log.md",))
-    fsync.start()
-    assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+    fsync = landing_held(writes, flaky, "log.md")
     turns = [(b"b1\n", TWO), (b"a2\n", ONE), (b"a3\n", ONE), (b"b2\n", TWO)]
 
     def append_all() -> None:
@@ -927,12 +937,9 @@ def test_programs_appending_in_turn_queue_a_revision_each_and_never_wait(
     assert not appender.is_alive(), "an append waited for the landing in flight"
     buf = writes.get("log.md")
     assert buf is not None and [t.end for t in buf.turns] == [3, 6, 12]
-    flaky.gate.set()
-    fsync.join(DEADLINE_S)
+    let_go(flaky, fsync)
     writes.commit("log.md")
-    history = list(reversed(flaky.inner.history("log.md")))
-    got = [(r.author, flaky.inner.read_revision("log.md", r.rev)) for r in history[1:]]
-    assert got == [
+    assert revisions(flaky.inner, "log.md")[1:] == [
         (ONE.actor, b"a1\n"),
         (TWO.actor, b"a1\nb1\n"),
         (ONE.actor, b"a1\nb1\na2\na3\n"),
@@ -960,9 +967,7 @@ def test_queued_turns_stay_apart_through_a_failed_landing_and_a_rebase(
     flaky.inner.write("log.md", b"door\n", author="door")  # meanwhile, another door
     writes.commit("log.md")
     assert flaky.inner.read("log.md")[0] == b"door\na1\nb1\na2\n"
-    history = list(reversed(flaky.inner.history("log.md")))
-    got = [(r.author, flaky.inner.read_revision("log.md", r.rev)) for r in history[2:]]
-    assert got == [
+    assert revisions(flaky.inner, "log.md")[2:] == [
         (ONE.actor, b"door\na1\n"),
         (TWO.actor, b"door\na1\nb1\n"),
         (ONE.actor, b"door\na1\nb1\na2\n"),
@@ -1005,14 +1010,9 @@ def test_writes_during_a_rebased_landing_follow_it_when_its_revision_is_pruned(
     with running(flaky, tmp_path) as writes:
         writes.write("log.md", b"a\n", 0, ONE, append=True)
         flaky.inner.write("log.md", b"start\ndoor\n", author="door")  # so it rebases
-        flaky.gate, flaky.gated = threading.Event(), "log.md"
-        fsync = threading.Thread(target=writes.commit, args=("log.md",))
-        fsync.start()
-        assert flaky.held.wait(DEADLINE_S), "the landing never reached the store"
+        fsync = landing_held(writes, flaky, "log.md")
         writes.write("log.md", b"b\n", 0, ONE, append=True)  # while it lands
-        flaky.gate.set()
-        fsync.join(DEADLINE_S)
-        assert not fsync.is_alive()
+        let_go(flaky, fsync)
         buf = writes.get("log.md")
         assert buf is not None and state_of(buf) is State.DIRTY
         assert bytes(buf.data) == b"start\ndoor\na\nb\n"
