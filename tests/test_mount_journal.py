@@ -20,6 +20,7 @@ from memfs.mount.bursts import Writer
 from memfs.mount.writes import COMPACT_AT_BYTES, SYNC_IN_JOURNAL_FROM, Health, PendingWrites
 from memfs.store import open_store
 from memfs.store.base import Entry, Store
+from memfs.store.rebase import Shape
 from tests.fixtures.mount import wait_for
 from tests.fixtures.spying import calls
 
@@ -149,6 +150,44 @@ def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
     assert store.read("log.md")[0] == b"start\nbefore\nduring\n"
     assert [r.author for r in store.history("log.md")][:2] == [ME.actor, ME.actor]
     w.close()
+
+
+def test_two_stopped_daemons_changes_to_one_file_both_land(store: Store, tmp_path: Path) -> None:
+    """Two mounts of one store on one machine journal in one directory. Both stopped
+    with appends to the same file pending: the replay of the second daemon's journal
+    took the place of the first's and dropped its lines."""
+    store.write("log.md", b"start\n", author="someone")
+    for line in (b"from the first\n", b"from the second\n"):
+        die_with(
+            store.url,
+            tmp_path / "journal",
+            f"w.write('log.md', {line!r}, 0, {ME!r}, append=True)\n",
+            committer=False,
+        )
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert w.recover() == ["log.md", "log.md"]
+    assert sorted(store.read("log.md")[0].splitlines()) == [
+        b"from the first", b"from the second", b"start",
+    ]  # fmt: skip
+    w.close()
+
+
+def test_a_buffer_journaled_anew_and_torn_leaves_the_one_it_was_to_replace(
+    tmp_path: Path,
+) -> None:
+    """A buffer journaled anew whole (after a landing, a compaction, a recovery) is
+    several records; a daemon that died among them left the buffer's bytes out, and
+    the replay put an empty file in place of the version still pending before it."""
+    j = jr.Journal(tmp_path)
+    j.opened(1, "f.md", "someone", 3, 0o644, jr.WHOLE | jr.SEALED)
+    j.shaped(1, Shape.WHOLE, 0)
+    j.wrote(1, 0, b"all of it\n")
+    j.sealed(1)
+    j.opened(2, "f.md", "someone", 3, 0o644, jr.WHOLE | jr.SEALED)
+    j.shaped(2, Shape.WHOLE, 0)  # died here, before its bytes
+    got = [(r.path, bytes(r.data)) for r in jr.replay(j.path, lambda p, rev: b"")]
+    assert got == [("f.md", b"all of it\n")]
+    j.close(keep=False)
 
 
 def test_an_mtime_set_on_a_pending_file_survives_the_daemons_death(

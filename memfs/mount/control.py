@@ -13,14 +13,18 @@ disk would, and only the daemon can do them:
   rather than after the feed's next poll;
 - ``purge``: ``memfs redact`` has the mount drop what it keeps on disk of the redacted
   content (its journal's records of finished writes, recovered copies), or hear that
-  the mount holds it as a pending write, which is a file's current content to it.
+  the mount holds it as a pending write, which is a file's current content to it;
+- ``quiesce``: ``memfs umount`` has the mount stop telling the kernel of changes before
+  it is signalled to stop (libfuse frees what those calls read before it calls the
+  mount's own teardown).
 
 One Unix socket per daemon, next to its state record (the state directory is private
 to its user; a peer of another user is refused too, by its credentials). Requests and
 answers are one JSON object per line: ``{"settle": [PATH, ...]}`` and ``{"show": SEQ}``
 answer ``{"ok": true}`` or ``{"ok": false, "error": TEXT}``; ``{"purge": [SHA256, ...],
 "check": BOOL}`` answers with the fields of :class:`memfs.mount.purge.Purged` beside
-``"ok"`` (with ``check``, only ``pending`` is filled and nothing changes).
+``"ok"`` (with ``check``, only ``pending`` is filled and nothing changes);
+``{"quiesce": true}`` answers ``{"ok": true}``.
 
 A mount that does not answer (gone, or older than this protocol) costs the asking door
 nothing but the one-line log: the store's compare-and-set keeps every write safe, and
@@ -69,12 +73,14 @@ class ControlServer(threading.Thread):
         settle: Callable[[list[str]], None],
         show: Callable[[int, float], bool],
         purge: Callable[[list[str], bool], dict[str, object]] | None = None,
+        quiesce: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(name="memfs-control", daemon=True)
         self.path = path
         self._settle = settle
         self._show = show
         self._purge = purge
+        self._quiesce = quiesce
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a daemon that was killed
@@ -150,6 +156,9 @@ class ControlServer(threading.Thread):
             if not isinstance(check, bool):
                 return {"ok": False, "error": "check is true or false"}
             return {"ok": True, **self._purge(hashes, check)}
+        if "quiesce" in request and self._quiesce is not None:
+            self._quiesce()
+            return {"ok": True}
         return {"ok": False, "error": "unknown request"}
 
 
@@ -183,6 +192,11 @@ class MountLink:
         not answer, or answered with an error (logged)."""
         answer = self._ask({"purge": list(hashes), "check": check})
         return answer if answer is not None and answer.get("ok") else None
+
+    def quiesce(self) -> bool:
+        """Whether the mount stopped telling the kernel of changes (about to stop)."""
+        answer = self._ask({"quiesce": True})
+        return answer is not None and bool(answer.get("ok"))
 
     def close(self) -> None:
         # A request may be waiting on a daemon that does not answer (stopped, stuck),

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfs import host, procs
 from memfs.errors import MemfsError, MountError
-from memfs.mount import spawn, state
+from memfs.mount import control, spawn, state
 from memfs.mount.health import Health
 from memfs.mount.spawn import reap as reap  # re-exported: callers reap daemons they killed
 from memfs.mount.state import MountRecord
@@ -357,6 +357,16 @@ def _gone(pid: int, mountpoint: Path) -> bool:
     return not state.pid_alive(pid) and host.mount_entry(mountpoint) is None
 
 
+def _quiesce(mountpoint: Path) -> None:
+    """Have the daemon stop telling the kernel of changes before it is told to stop
+    (see MemfsOperations.quiesce); a daemon that does not answer is stopped anyway."""
+    link = control.MountLink(state.control_path(str(mountpoint)), str(mountpoint))
+    try:
+        link.quiesce()
+    finally:
+        link.close()
+
+
 def stop(
     mountpoint: str | os.PathLike[str], *, timeout: float = STOP_TIMEOUT, on_note: Note = _ignore
 ) -> None:
@@ -381,6 +391,7 @@ def stop(
             host.fusermount(mp, lazy=True)
             on_note(f"Removed a stale memfs mount at {mp} (its daemon had died).")
         return
+    _quiesce(mp)
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
     if spawn.wait_until(lambda: _gone(record.pid, mp), timeout) or _while_busy(

@@ -404,6 +404,7 @@ def serve(
                 else lambda p: ops.settle_paths(view.view_paths(p)),
                 ops.show_upto,
                 lambda hashes, check: ops.purge(hashes, check=check).fields(),
+                ops.quiesce,
             )
         except OSError as exc:
             log.warning("memfs: no control socket (%s); other doors see changes a poll later", exc)

@@ -71,12 +71,15 @@ _LANDING = struct.Struct("<Qq32s")  # id, expected revision, sha256; then the ta
 # The same, and how many of the buffer's bytes the landing holds.
 _LANDING_AT = struct.Struct("<Qq32sQ")
 
-OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES, LANDING_AT, TURN = range(1, 11)
+OPEN, WRITE, TRUNCATE, MODE, DONE, SHAPE, LANDING, TIMES, LANDING_AT, TURN, SEAL = range(1, 12)
 _SHAPES = {Shape.APPEND: 0, Shape.WHOLE: 1, Shape.EDIT: 2}
 _CODES = {code: shape for shape, code in _SHAPES.items()}
 # OPEN flags. CREATED: the file did not exist in the store (commit must create it).
 # WHOLE: the journal holds the whole content from here on; no base to load at replay.
-CREATED, WHOLE = 1, 2
+# SEALED: a buffer journaled anew whole, in several records that a SEAL record ends;
+# without it (the daemon died in between) the buffer is torn and the replay drops it,
+# keeping the version it was to replace (still pending, or in an older journal).
+CREATED, WHOLE, SEALED = 1, 2, 4
 
 SUFFIX = ".journal"
 RESET_AT_BYTES = 4 << 20
@@ -155,6 +158,10 @@ class Journal:
 
     def done(self, ident: int) -> None:
         self._append(DONE, _ID.pack(ident))
+
+    def sealed(self, ident: int) -> None:
+        """Buffer ``ident``, opened SEALED, is whole in the journal from here on."""
+        self._append(SEAL, _ID.pack(ident))
 
     def turned(self, ident: int, end: int, author: str) -> None:
         """The bytes of buffer ``ident`` up to ``end`` are its author's so far; what
@@ -352,6 +359,7 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
     live: dict[int, Recovered] = {}
     low: dict[int, int] = {}  # lowest offset touched, for buffers with no SHAPE record
     shaped: set[int] = set()
+    unsealed: set[int] = set()  # opened SEALED, their SEAL not (yet) read
     for kind, body in records:
         if kind == OPEN:
             ident, base_rev, mode, flags = _OPEN.unpack_from(body)
@@ -373,6 +381,8 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
                 opened.base_size = len(opened.data)
                 low[ident] = opened.base_size
             live[ident] = opened
+            if flags & SEALED:
+                unsealed.add(ident)
             continue
         ident = _ID.unpack_from(body)[0]
         buf = live.get(ident)
@@ -400,6 +410,8 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             buf.mode = _MODE.unpack_from(body)[1]
         elif kind == TIMES:
             buf.mtime_ns = _TIMES.unpack_from(body)[1]
+        elif kind == SEAL:
+            unsealed.discard(ident)
         elif kind == TURN:
             (_, end) = _POS.unpack_from(body)
             if end > (buf.turns[-1][0] if buf.turns else buf.base_size):
@@ -417,6 +429,8 @@ def replay(path: Path, base: Callable[[str, int], bytes]) -> list[Recovered]:
             _, expected, sha, upto = _LANDING_AT.unpack_from(body)
             target, _ = _text_at(body, _LANDING_AT.size)
             buf.landing, buf.landing_upto = (target, expected, bytes(sha)), upto
+    for ident in unsealed:
+        del live[ident]  # torn: what it was to replace is still pending
     for ident, buf in live.items():
         if ident in shaped:
             continue

@@ -167,17 +167,27 @@ class MemfsOperations(NamespaceOps):
             )
             self._expirer.start()
 
-    def shutdown(self) -> Health:
-        """Commit every buffer and stop the background threads (idempotent); the health
-        it returns names every file that could not be saved."""
-        if self._expirer is not None:
-            self._expirer.stop()
+    def quiesce(self) -> None:
+        """Stop telling the kernel of changes, for good (idempotent): the mount is about
+        to stop. libfuse frees the paths those calls look up before it calls the
+        teardown (destroy, then shutdown), so a follower telling the kernel of another
+        mount's change meanwhile read freed memory and the daemon died with its
+        journal (seen as a segfault at unmount while four appenders' queues landed);
+        ``memfs umount`` asks for this first (memfs.mount.control)."""
+        self._invalidate = None
         if self._follower is not None:
             self._follower.stop()
         # Before the last commits: the kernel is going away, and telling it anything while
         # libfuse tears the session down can block until the session is gone.
         if self._stale_queue is not None:
             self._stale_queue.stop()
+
+    def shutdown(self) -> Health:
+        """Commit every buffer and stop the background threads (idempotent); the health
+        it returns names every file that could not be saved."""
+        if self._expirer is not None:
+            self._expirer.stop()
+        self.quiesce()
         return self.writes.close()
 
     # --- what other doors on this machine ask (memfs.mount.control) --------------------

@@ -84,7 +84,7 @@ def unlanded(store: Store, rec: jr.Recovered) -> jr.Recovered | None:
 def adopt_orphans(
     store: Store,
     journal_dir: Path,
-    adopt: Callable[[jr.Recovered, Act], bool],
+    adopt: Callable[[jr.Recovered, Act, bool], bool],
     *,
     before_delete: Callable[[], None],
     shred: bool = False,
@@ -93,10 +93,15 @@ def adopt_orphans(
     the store has not got) to ``adopt`` (True: taken), then delete each journal
     (``before_delete`` first makes what was adopted durable; ``shred`` overwrites the
     journal before it goes). A journal that cannot be replayed is set aside, logged.
+    ``adopt``'s third argument says whether the buffer replaces one adopted before for
+    the same file: yes from the same daemon's journals (a later journal holds all an
+    earlier one did), no from another daemon's (two mounts' changes, each to land).
     Returns the paths adopted and the number of journals deleted."""
     found: list[str] = []
     replayed = 0
+    daemon_of: dict[str, str] = {}  # file -> the daemon (pid) whose change was adopted
     for path, _fd in jr.orphans(journal_dir):
+        daemon = path.name.split("-", 1)[0]
         try:
             pending = jr.replay(path, lambda p, rev: base_of(store, p, rev))
         except Exception:
@@ -113,8 +118,10 @@ def adopt_orphans(
                 rec.author,
                 Act(rec.author, detail="saved from the journal of a stopped daemon"),
             )
-            if adopt(rec, act):
+            replaces = daemon_of.get(rec.path, daemon) == daemon
+            if adopt(rec, act, replaces):
                 found.append(rec.path)
+                daemon_of[rec.path] = daemon
         if shred:
             before_delete()
             jr.shred_file(path)

@@ -636,7 +636,7 @@ class PendingWrites:
 
     def _journal_whole(self, journal: jr.Journal, buf: Buffer) -> None:
         """``buf`` as one buffer of ``journal``: its base, its shape, all its bytes."""
-        flags = jr.WHOLE | (jr.CREATED if buf.created else 0)
+        flags = jr.WHOLE | jr.SEALED | (jr.CREATED if buf.created else 0)
         authors = [turn.author for turn in buf.turns] + [buf.author]
         journal.opened(buf.ident, buf.path, authors[0], buf.landing_base, buf.mode, flags)
         journal.shaped(buf.ident, buf.shape, buf.base_size)
@@ -645,6 +645,7 @@ class PendingWrites:
             journal.turned(buf.ident, turn.end, after)
         if buf.set_mtime_ns is not None:
             journal.timed(buf.ident, buf.set_mtime_ns)
+        journal.sealed(buf.ident)
 
     def _writable(
         self, path: str, who: Writer, *, whole: bool, low: int, read_rev: ReadRev = None
@@ -1165,10 +1166,23 @@ class PendingWrites:
             log.warning("memfs: recovered %d file(s) a stopped daemon had not saved", len(found))
         return found
 
-    def _adopt(self, rec: jr.Recovered, act: Act) -> bool:
+    def _adopt(self, rec: jr.Recovered, act: Act, replaces: bool) -> bool:
         old = self._bufs.get(rec.path)
-        if old is not None:
+        if old is not None and replaces:
             self._release(old)  # an older journal's version of the same file
+        elif old is not None:
+            # Another daemon's change to the same file (two mounts of one store on this
+            # machine, both stopped with changes pending): the one adopted first lands
+            # first, as it would have. Adopting the second in its place dropped it.
+            try:
+                self._commit(old)
+            except Exception as e:
+                copy = keep_copy(self.recovery_dir, old.path, old.data)
+                log.error(
+                    "memfs: could not save %s from a stopped daemon's journal (%s); kept as %s",
+                    old.path, e, copy,
+                )  # fmt: skip
+                self._release(old)
         # The change keeps the base it was built on: the store decides, by the same
         # rules as a live commit, how it lands on whatever was written since.
         buf = Buffer(
