@@ -721,9 +721,9 @@ class PendingWrites:
     def _queue_turn(self, buf: Buffer, who: Writer) -> None:
         """``who`` appends after what ``buf`` holds; the writer before it has a turn of
         its own, journaled, and the committer lands it at once."""
-        before = buf.author
-        if buf.queue_turn(who, self._act_for(who)) is not None or before != buf.author:
-            self._log().turned(buf.ident, len(buf.data), buf.author)
+        buf.queue_turn(who, self._act_for(who))
+        # (With no bytes since the last turn the record only hands over: see replay.)
+        self._log().turned(buf.ident, len(buf.data), buf.author)
         self._wake.set()
 
     def _room_for(self, buf: Buffer, size: int) -> bool:
@@ -951,7 +951,10 @@ class PendingWrites:
                 if landing.outcome != "written":
                     as_made = False
                     over = landing.over if over is None else over
-                    content = bytearray(self.store.read_revision(snap.path, landing.entry.rev))
+                    made = landing.content
+                    if made is None:
+                        made = self.store.read_revision(snap.path, landing.entry.rev)
+                    content = bytearray(made)
                     hashed = hashlib.sha256(content)
                 base_rev, start = landing.entry.rev, turn.end
         if as_made:
