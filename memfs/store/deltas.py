@@ -125,12 +125,14 @@ def content_of(unpack: Unpack, row: Sequence[Any], at: int, bases: Bases) -> byt
         return None
 
 
-def tail_of(data: bytes | bytearray, base: bytes) -> bytes | None:
-    """What ``data`` adds after ``base``, if it may be stored as ``base`` continued."""
-    if not (MIN_BASE <= len(base) < len(data) <= MAX_CONTENT):
+def tail_of(data: bytes | bytearray, base: bytes, end: int | None = None) -> bytes | None:
+    """What ``data`` (up to ``end``) adds after ``base``, if it may be stored as
+    ``base`` continued."""
+    size = len(data) if end is None else end
+    if not (MIN_BASE <= len(base) < size <= MAX_CONTENT):
         return None
-    if len(data) - len(base) > MAX_TAIL:
+    if size - len(base) > MAX_TAIL:
         return None
     if not data.startswith(base):  # (a memoryview's != compares byte by byte, slowly)
         return None
-    return bytes(data[len(base) :])
+    return bytes(data[len(base) : size])

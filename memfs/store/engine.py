@@ -55,11 +55,13 @@ from memfs.store.base import (
     Operation,
     Revision,
     SearchHit,
+    Step,
     Store,
     Usage,
     WriteItem,
+    check_series,
 )
-from memfs.store.foresight import Foresight
+from memfs.store.foresight import Foresight, OwnReads
 from memfs.store.matching import DEFAULT_LIMIT
 from memfs.store.ranges import SMALL_CONTENT, RevisionReader, StoredReader, WholeReader
 from memfs.store.rules import need_file, parent_of
@@ -183,6 +185,8 @@ class Tx:
         self.guessing = False  # its counters were guessed: its other reads may be
         self.foreseen: list[tuple[str, str, Pending]] = []
         self.wrote_in: list[str] = []  # directories it wrote in or made
+        # A batch's answers to its own later mutations, on a server (see OwnReads).
+        self.own: OwnReads | None = None
         self.after: Pending | None = None  # the counters, read again after finish
         # The counters after finish are known without reading them: the mutation left
         # the tombstones (whose earliest due time is one of them) as they were.
@@ -192,6 +196,10 @@ class Tx:
         """``sql`` (a statement about ``path``, its parameters made from it), answered
         from what is foreseen when this transaction guesses; ``new_name``: its answer
         about a name that never was, guessed where the foresight says ``path`` is one."""
+        if self.own is not None:
+            known = self.own.row(sql, path)
+            if known is not None:
+                return known
         guess = None
         if self.guessing and self.foresight is not None:
             guess = self.foresight.row(sql, path)
@@ -204,10 +212,13 @@ class Tx:
         return self.db.expect(sql, params, guess)
 
     def foresee(self, sql: str, path: str, params: Params) -> None:
-        """Read ``sql`` about ``path`` again before the commit, for the next
-        transaction to guess (where the backend guesses)."""
+        """Read ``sql`` about ``path`` again, after this mutation's last change to
+        it: before the commit, for the next transaction to guess, or in a batch, for
+        its next mutation there (where the backend guesses)."""
         if self.foresight is not None:
             self.foreseen.append((sql, path, self.db.ask(sql, params)))
+        elif self.own is not None and self.own.again(path):
+            self.own.keep(path, sql, self.db.ask(sql, params))
 
     def settle(self, entry: Entry) -> None:
         if self.settled is not None:
@@ -458,18 +469,25 @@ class SqlStore(Store):
         if outer is not None:
             outer.settled = None
             depth, mark, kept = outer.depth, outer.mark(), len(outer.records)
+            stamp = 0 if outer.own is None else outer.own.begin()
             outer.db.run(self.q.savepoint.format(depth))
             outer.depth = depth + 1
             try:
                 yield outer
+                reached = None  # a mutation that recorded nothing may have changed anything
                 if len(outer.records) > kept:
+                    reached = _reached(outer.records[kept:])
                     # Written now, so later reads inside the batch see them.
                     outer.count(outer.records[kept:])
                     self.d.append(outer.db, outer.records[kept:])
                     del outer.records[kept:]
                 outer.db.run(self.q.release.format(depth))
                 outer.db.sync()
+                if outer.own is not None:
+                    outer.own.done(stamp, reached)
             except BaseException:
+                if outer.own is not None:
+                    outer.own.undone(stamp)
                 outer.restore(mark)
                 del outer.records[kept:]
                 with contextlib.suppress(StoreError):
@@ -489,6 +507,8 @@ class SqlStore(Store):
                 begin = db.expect(self.q.begin, _NO_PARAMS, counters)
                 tx = Tx(db, begin, self.backend.missing_tree)
                 tx.foresight, tx.guessing = foresight, counters is not None
+                if batch and self.backend.guesses:
+                    tx.own = OwnReads()
                 self._local.tx = tx
                 try:
                     yield tx
@@ -612,9 +632,11 @@ class SqlStore(Store):
         mode: int | None = None,
         target: str | None = None,
         prior: Prior | None = None,
+        act: Act | None = None,
     ) -> None:
         """Append one change record (written at the end of the mutation), in the
-        operation it belongs to, with what it found at its path (``prior``). Its
+        operation it belongs to (``act``'s, else the thread's or the transaction's
+        own), with what it found at its path (``prior``). Its
         content's hash stays in the feed when the revision is pruned, so a restore can
         still find the bytes elsewhere."""
         pkind, psha, psize, pmode, ptarget = prior or (None, None, None, None, None)
@@ -629,7 +651,7 @@ class SqlStore(Store):
                 "rev": rev,
                 "size": size,
                 "sha": sha256,
-                "op": tx.number(self._act(tx, author)),
+                "op": tx.number(act or self._act(tx, author)),
                 "mode": mode,
                 # Packed as the entry's own (a target may hold undecodable bytes).
                 "target": None if target is None else rules.pack_target(target),
@@ -945,6 +967,68 @@ class SqlStore(Store):
                 for item in checked
             ]
 
+    def write_series(
+        self,
+        path: str,
+        data: bytes | bytearray,
+        steps: Sequence[Step],
+        *,
+        expected_rev: int,
+        mtime_ns: int | None = None,
+    ) -> Entry:
+        # One mutation: its revisions' rows go in by one statement each kind, and only
+        # the last sets the entry, where a write each cost a queue of turns about ten
+        # statements a revision (a server's round trips and its locked time).
+        check_series(data, steps)
+        item = self._writing(path, data, None, mtime_ns, steps[-1].sha256)
+        now = self._now()
+        return self._mutate(lambda tx: self._series_in(tx, item, steps, expected_rev, now))
+
+    def _series_in(
+        self, tx: Tx, item: _Writing, steps: Sequence[Step], expected_rev: int, now: int
+    ) -> Entry:
+        rel, data = item.rel, item.data
+        looking = {"p": rel, "parent": parent_of(rel)}
+        look = tx.expect(self.q.look_file, rel, looking)
+        usage = self._ask_usage(tx)
+        row = look.one()
+        assert row is not None  # one row whatever is there
+        kind, current, old_size, old_mode, uid, gid, _, _, _, kept, cur = row
+        if kind != "file" or int(current) != expected_rev:
+            raise rules.conflict(rel, expected_rev, None if current is None else int(current))
+        keeping.check_caps(self, usage, rel, len(data) - int(old_size), 0)
+        rows: list[dict[str, object]] = []
+        prior, prior_size, rev = cur, int(old_size), int(current)
+        held = None  # the base the last step continued, held whole
+        for step in steps:
+            rev = tx.next_rev()
+            held = self._put_content(tx, rel, step.sha256, data, prior, end=step.end, held=held)
+            rows.append({
+                "p": rel, "rev": rev, "author": step.author, "now": now, "size": step.end,
+                "sha": step.sha256,
+            })  # fmt: skip
+            self.record(
+                tx, "modify", rel, step.author, now, rev=rev, size=step.end,
+                sha256=step.sha256, mode=int(old_mode),
+                prior=prior_of("file", prior, prior_size, old_mode, None), act=step.act,
+            )  # fmt: skip
+            prior, prior_size = step.sha256, step.end
+        tx.db.run(self.q.update_content, {"size": len(data), "now": now, "rev": rev, "p": rel})
+        tx.bytes += len(data) - int(old_size)
+        if item.mtime_ns is not None:
+            tx.db.run(self.q.set_mtime, {"mtime": item.mtime_ns, "p": rel})
+        retention.add_rows(self, tx, rows, None if kept is None else int(kept))
+        if self.index is not None and not self._index_later:
+            self.index.take(tx.db, rel, item.sha, data)
+        tx.due_kept = not tx.sweep_due(now)
+        retention.sweep(self, tx, now)
+        mtime = now if item.mtime_ns is None else item.mtime_ns
+        made = Entry(rel, "file", len(data), int(old_mode), mtime, now, rev, uid, gid)
+        tx.settle(made)
+        tx.foresee(self.q.look_file, rel, looking)
+        tx.wrote_in.append(parent_of(rel))
+        return made
+
     def _writing(
         self,
         path: str,
@@ -1065,27 +1149,48 @@ class SqlStore(Store):
         the index's copy of it (``index`` False: the revision leaves the file stale in
         the index, and its next build takes it in). ``prior``: the SHA-256 of the
         content it replaces, whose base it may continue (memfs.store.deltas)."""
-        self._put_content(tx.db, sha, data, prior)
+        self._put_content(tx, path, sha, data, prior)
         retention.add_row(self, tx, path, rev, author, now, len(data), sha, kept)
         if index and self.index is not None and not self._index_later:
             self.index.take(tx.db, path, sha, data)
 
     def _put_content(
-        self, db: Cursor, sha: str, data: bytes | bytearray, prior: str | None
-    ) -> None:
-        """Store ``data``: as what it adds to the base of ``prior`` where it may be
-        (memfs.store.deltas), else whole, and then a base for the next."""
-        if prior is not None and prior != sha and deltas.MIN_BASE < len(data) <= deltas.MAX_CONTENT:
+        self,
+        tx: Tx,
+        path: str,
+        sha: str,
+        data: bytes | bytearray,
+        prior: str | None,
+        *,
+        end: int | None = None,
+        held: str | None = None,
+    ) -> str | None:
+        """Store ``data`` (up to ``end``), the next content of ``path``: as what it adds
+        to the base of ``prior`` where it may be (memfs.store.deltas), else whole, and
+        then a base for the next. ``held``: a base this transaction found held whole
+        (for this path's revision before). Returns the base the content continues,
+        now held whole by it, or None (stored whole)."""
+        db = tx.db
+        size = len(data) if end is None else end
+        if prior is not None and prior != sha and deltas.MIN_BASE < size <= deltas.MAX_CONTENT:
             base = self._base_for(db, prior)
             if base is not None:
-                tail = deltas.tail_of(data, base[1])
-                if tail is not None and self.d.put_delta(db, sha, base[0], tail):
+                tail = deltas.tail_of(data, base[1], size)
+                # A base the server found whole and held for this path's last revision
+                # in this transaction still is (that revision holds it).
+                sure = base[0] == held or (tx.own is not None and tx.own.base(path) == base[0])
+                if tail is not None and self.d.put_delta(db, sha, base[0], tail, sure=sure):
                     self._note_base(sha, base[0])
-                    return
+                    if tx.own is not None:
+                        tx.own.keep_base(path, base[0])
+                    return base[0]
+        if size < len(data):
+            data = data[:size]
         self.d.put_blob(db, sha, data)
         if deltas.MIN_BASE <= len(data) <= deltas.MAX_CONTENT:
             self._bases.put(sha, bytes(data))  # its hash was taken from these bytes
             self._note_base(sha, None)
+        return None
 
     def _base_for(self, db: Cursor, prior: str) -> tuple[str, bytes] | None:
         """The base a content replacing ``prior`` would continue (``prior``'s own, or

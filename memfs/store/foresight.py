@@ -21,6 +21,13 @@ Nothing here needs to be right: every guess is checked by the server, in the
 transaction, under the tree's lock, and a wrong one only costs the mutation a second
 try (a writer on another host is seen that way). After a miss, guessing pauses for a
 few transactions, so writers that keep meeting each other do not pay for it each time.
+
+Inside one transaction nothing needs guessing: :class:`OwnReads` keeps what a batch's
+mutation read about a path after its own last change there, which stays the answer
+for the batch's next mutations (nobody else writes under the tree's lock) until one of
+them reaches the path. A mutation's read then comes back with the previous one's
+savepoint sync instead of costing a round trip of its own: a queue of appends landed
+as one revision each is one round trip a revision, not three.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from memfs.store.sql import Row
+from memfs.store.sql import Pending, Row
 
 # Paths whose rows are kept (the least recently foreseen go first).
 KEPT_PATHS = 4096
@@ -129,3 +136,83 @@ def _keep(kept: OrderedDict[str, None], path: str, most: int) -> None:
     kept.move_to_end(path)
     while len(kept) > most:
         kept.popitem(last=False)
+
+
+# Paths a batch remembers writing (to tell a path written again), and paths whose
+# answers it keeps at once (the least recently kept go first).
+OWN_WRITTEN = 1024
+OWN_KEPT = 64
+
+
+class OwnReads:
+    """What a batch's mutations read after their own changes, for the later mutations
+    of that transaction (see the module docstring). Only a path the batch writes again
+    is worth it (a queue of appends; not an import of many files, where every read
+    kept would be one more statement for nothing): :meth:`again` tells.
+
+    Each answer is stamped with the mutation that kept it. When a mutation ends, the
+    answers about the paths it reached are forgotten but its own (kept after its last
+    change to the path, as every caller of :meth:`keep` must); when it is rolled back,
+    its own and its inner mutations' are.
+
+    Two kinds of answers: a statement's row about a path, and the base a path's last
+    revision was stored continuing (found whole and held by the server in this
+    transaction), so the next revision continues it without asking again."""
+
+    def __init__(self) -> None:
+        self._mutation = 0
+        self._written: OrderedDict[str, None] = OrderedDict()
+        # path -> (stamp, {statement: answer}, base or None)
+        self._kept: OrderedDict[str, tuple[int, dict[str, Pending], str | None]] = OrderedDict()
+
+    def begin(self) -> int:
+        """A mutation starts: its stamp."""
+        self._mutation += 1
+        return self._mutation
+
+    def again(self, path: str) -> bool:
+        """Note that this transaction writes ``path``: whether it wrote it before."""
+        before = path in self._written
+        _keep(self._written, path, OWN_WRITTEN)
+        return before
+
+    def row(self, sql: str, path: str) -> Pending | None:
+        found = self._kept.get(path)
+        return None if found is None else found[1].get(sql)
+
+    def base(self, path: str) -> str | None:
+        found = self._kept.get(path)
+        return None if found is None else found[2]
+
+    def keep(self, path: str, sql: str, answer: Pending) -> None:
+        rows, base = self._mine(path)
+        rows[sql] = answer
+        self._kept[path] = (self._mutation, rows, base)
+
+    def keep_base(self, path: str, base: str) -> None:
+        rows, _ = self._mine(path)
+        self._kept[path] = (self._mutation, rows, base)
+
+    def _mine(self, path: str) -> tuple[dict[str, Pending], str | None]:
+        """What this mutation kept about ``path`` so far (an earlier one's is stale:
+        this mutation keeps only after changing the path)."""
+        found = self._kept.pop(path, None)
+        while len(self._kept) >= OWN_KEPT:
+            self._kept.popitem(last=False)
+        if found is None or found[0] != self._mutation:
+            return {}, None
+        return found[1], found[2]
+
+    def done(self, mutation: int, reached: Iterable[str] | None) -> None:
+        """Mutation ``mutation`` ended, having changed the ``reached`` paths (None: it
+        may have changed any)."""
+        paths = list(self._kept) if reached is None else reached
+        for path in paths:
+            found = self._kept.get(path)
+            if found is not None and found[0] != mutation:
+                del self._kept[path]
+
+    def undone(self, mutation: int) -> None:
+        """Mutation ``mutation`` was rolled back (with any it held inside)."""
+        for path in [p for p, (stamp, _, _) in self._kept.items() if stamp >= mutation]:
+            del self._kept[path]

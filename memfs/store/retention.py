@@ -115,6 +115,14 @@ def add_row(
         tx.db.run(store.q.prune, {"p": path, "keep": keep})
 
 
+def add_rows(store: SqlStore, tx: Tx, rows: list[dict[str, object]], kept: int | None) -> None:
+    """:func:`add_row` for revisions of one path (``rows``: the insert's parameters,
+    oldest first), pruned once: a path holds at most ``history`` + 1 rows after."""
+    tx.db.many(store.q.insert_revision, rows)
+    if kept is None or kept + len(rows) > store.limits.history + 1:
+        tx.db.run(store.q.prune, {"p": rows[-1]["p"], "keep": store.limits.history})
+
+
 def arrive(
     store: SqlStore,
     tx: Tx,

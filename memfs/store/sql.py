@@ -144,10 +144,15 @@ class Dialect(Protocol):
         """Store ``data`` whole under its SHA-256 unless it is stored already (stored
         bytes that no longer hold it, damaged, are replaced by it)."""
 
-    def put_delta(self, db: Cursor, sha256: str, base: str, tail: bytes) -> bool:
+    def put_delta(
+        self, db: Cursor, sha256: str, base: str, tail: bytes, *, sure: bool = False
+    ) -> bool:
         """Store the content ``base``'s stored content followed by ``tail`` under its
         SHA-256, the base kept while this row is; False (nothing written) when the
-        SHA-256 is stored already. ``base`` holds its content whole and is held."""
+        SHA-256 is stored already or ``base`` is not held whole. ``sure``: the caller
+        knows ``base`` is held whole (this transaction's last put_delta of it said
+        so), so a server need not wait for the answer: True, and a SHA-256 stored
+        already is kept as it is."""
 
     # The stored bytes (a :data:`STORED` row) by SHA-256 while a revision holds them;
     # :sha.

@@ -202,7 +202,10 @@ class SqliteDialect:
             {"sha": sha256, "id": row[0]},
         )
 
-    def put_delta(self, db: Cursor, sha256: str, base: str, tail: bytes) -> bool:
+    def put_delta(
+        self, db: Cursor, sha256: str, base: str, tail: bytes, *, sure: bool = False
+    ) -> bool:
+        # (``sure`` saves nothing here: the answer is at hand.)
         if db.one("SELECT 1 FROM blob_refs WHERE sha256 = :sha", {"sha": sha256}) is not None:
             return False
         # The new row is one more user of its base, which must be held and whole.

@@ -23,7 +23,7 @@ rules) then works on the directory unchanged, and nothing outside it can be name
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
@@ -38,6 +38,7 @@ from memfs.store.base import (
     Operation,
     Revision,
     SearchHit,
+    Step,
     Store,
     Usage,
     WriteItem,
@@ -210,6 +211,20 @@ class SubtreeStore(Store):
     def write_many(self, items: Iterable[WriteItem], *, author: str) -> list[Entry]:
         inside = [dataclasses.replace(i, path=self.full(i.path)) for i in items]
         return [self._entry(e) for e in self.base.write_many(inside, author=author)]
+
+    def write_series(
+        self,
+        path: str,
+        data: bytes | bytearray,
+        steps: Sequence[Step],
+        *,
+        expected_rev: int,
+        mtime_ns: int | None = None,
+    ) -> Entry:
+        entry = self.base.write_series(
+            self.full(path), data, steps, expected_rev=expected_rev, mtime_ns=mtime_ns
+        )
+        return self._entry(entry)
 
     def mkdir(
         self,

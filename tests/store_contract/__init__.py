@@ -29,6 +29,7 @@ from tests.store_contract.notes import NotesContract
 from tests.store_contract.operations import OperationsContract
 from tests.store_contract.ranges import RangesContract
 from tests.store_contract.rebase import RebaseContract
+from tests.store_contract.series import BatchKnowledgeContract, SeriesContract
 from tests.store_contract.tree import TreeContract
 
 __all__ = ["A", "Damage", "MakeStore", "StoreContract", "tree"]
@@ -46,6 +47,8 @@ class StoreContract(
     NotesContract,
     RangesContract,
     DeltasContract,
+    SeriesContract,
+    BatchKnowledgeContract,
 ):
     @pytest.fixture
     def make_store(self) -> MakeStore:

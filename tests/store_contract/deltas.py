@@ -83,6 +83,24 @@ class DeltasContract:
         more = grow(store, "log.md", versions[-1][1], 3, tag="more ")
         assert store.read("log.md")[0] == more[-1][1]
 
+    def test_a_base_another_handle_let_go_is_not_continued(self, make_store: MakeStore) -> None:
+        store = make_store(history=0)  # a file keeps its current revision only
+        first = b"e" * (MIN_BASE + 10) + b"\n"
+        store.write("log.md", first, author=A)
+        second = first + b"two\n"
+        store.write("log.md", second, author=A)  # continues the first (this handle knows)
+        with open_store(store.url, history=0) as other:
+            other.write("log.md", b"unrelated\n", author=A)  # both go, and their rows
+            other.write("log.md", second, author=A)  # stored again, whole
+        versions = [second + b"three\n", second + b"three\nfour\n"]
+        with store.batch():
+            for data in versions:
+                store.write("log.md", data, author=A)
+        assert store.read("log.md")[0] == versions[-1]
+        assert store.verify() == []
+        with open_store(store.url) as again:
+            assert again.read("log.md")[0] == versions[-1]
+
     def test_redacting_the_revision_others_continue_keeps_theirs(self, store: Store) -> None:
         base = b"token=sk-live-123\n" + b"c" * MIN_BASE + b"\n"
         first = store.write("log.md", base, author=A)
