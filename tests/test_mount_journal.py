@@ -152,6 +152,41 @@ def test_writes_made_during_a_landing_survive_a_death_right_after_it_committed(
     w.close()
 
 
+def test_a_queue_of_turns_and_what_came_during_its_landing_survive_a_death_after_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """The same, for a queue of turns (its later turns land as one series): the
+    replay finds the series landed and commits only what came meanwhile."""
+    one = Writer(pid=5151, started=0, program="one", user="someone")
+    two = Writer(pid=5252, started=0, program="two", user="someone")
+    store.write("log.md", b"start\n", author="someone")
+    die_with(
+        store.url,
+        tmp_path / "journal",
+        "w._landed = lambda *args: os._exit(0)  # dies as the store answers\n"
+        "real = store.write_series\n"
+        "def series(path, data, steps, **kw):  # a write comes while it is in the store\n"
+        f"    w.write('log.md', b'during\\n', 0, {two!r}, append=True)\n"
+        "    return real(path, data, steps, **kw)\n"
+        "store.write_series = series\n"
+        f"for line, who in ((b'a1', {one!r}), (b'b1', {two!r}), (b'a2', {one!r})):\n"
+        "    w.write('log.md', line + b'\\n', 0, who, append=True)\n"
+        "w.commit('log.md')\n",
+        committer=False,
+    )
+    assert store.read("log.md")[0] == b"start\na1\nb1\na2\n"  # the queue committed
+    w = PendingWrites(store, direct, journal_dir=tmp_path / "journal")
+    assert w.recover() == ["log.md"]
+    history = list(reversed(store.history("log.md")))[1:]
+    assert [(r.author, store.read_revision("log.md", r.rev)) for r in history] == [
+        (one.actor, b"start\na1\n"),
+        (two.actor, b"start\na1\nb1\n"),
+        (one.actor, b"start\na1\nb1\na2\n"),
+        (two.actor, b"start\na1\nb1\na2\nduring\n"),
+    ]
+    w.close()
+
+
 def test_two_stopped_daemons_changes_to_one_file_both_land(store: Store, tmp_path: Path) -> None:
     """Two mounts of one store on one machine journal in one directory. Both stopped
     with appends to the same file pending: the replay of the second daemon's journal

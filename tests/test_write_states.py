@@ -58,6 +58,7 @@ class Flaky:
         self.gate: threading.Event | None = None
         self.gated = ""
         self.held = threading.Event()  # a write is waiting at the gate
+        self.series_failing = False  # only a queue's later turns fail (after the first)
 
     def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
         if self.failing:
@@ -68,6 +69,11 @@ class Flaky:
             if not gate.wait(DEADLINE_S):
                 raise TimeoutError("the test never let the landing go")
         return self.inner.write(path, data, **kwargs)
+
+    def write_series(self, path: str, data: bytes, steps: Any, **kwargs: Any) -> Entry:
+        if self.failing or self.series_failing:
+            raise StoreUnavailable("the store is away (injected)")
+        return self.inner.write_series(path, data, steps, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -971,6 +977,34 @@ def test_queued_turns_stay_apart_through_a_failed_landing_and_a_rebase(
         (ONE.actor, b"door\na1\n"),
         (TWO.actor, b"door\na1\nb1\n"),
         (ONE.actor, b"door\na1\nb1\na2\n"),
+    ]
+    writes.check_tally()
+    assert writes.close().unsaved == ()
+    flaky.inner.close()
+
+
+def test_a_queue_that_fails_after_its_first_turn_landed_keeps_every_turn(
+    tmp_path: Path,
+) -> None:
+    """The later turns of a queue land as one series in the first turn's transaction:
+    when they fail, the first is undone with them and every turn stays queued."""
+    flaky = Flaky(open_store(f"sqlite://{tmp_path / 'memory.db'}"))
+    flaky.inner.write("log.md", b"", author="someone")
+    writes = PendingWrites(as_store(flaky), direct, journal_dir=tmp_path / "j")
+    for line, who in [(b"a1\n", ONE), (b"b1\n", TWO), (b"a2\n", ONE)]:
+        writes.write("log.md", line, 0, who, append=True)
+    flaky.series_failing = True
+    with pytest.raises(StoreUnavailable):
+        writes.commit("log.md")
+    assert flaky.inner.read("log.md")[0] == b""  # the first turn went back with the rest
+    buf = writes.get("log.md")
+    assert buf is not None and buf.state is State.FAILED and len(buf.turns) == 2
+    flaky.series_failing = False
+    writes.commit("log.md")
+    assert revisions(flaky.inner, "log.md")[1:] == [
+        (ONE.actor, b"a1\n"),
+        (TWO.actor, b"a1\nb1\n"),
+        (ONE.actor, b"a1\nb1\na2\n"),
     ]
     writes.check_tally()
     assert writes.close().unsaved == ()

@@ -92,7 +92,7 @@ from memfs.mount.purge import Purged, purge
 from memfs.mount.recovery import Saved, forget_copy, keep_copy
 from memfs.mount.replay import adopt_orphans
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
-from memfs.store.base import Act, Entry, Store
+from memfs.store.base import Act, Entry, Step, Store
 from memfs.store.rebase import Landing, Shape, land
 
 __all__ = [
@@ -922,44 +922,58 @@ class PendingWrites:
         """``snap``'s queued turns, each its own revision by its own writer, then the
         last writer's bytes, in one transaction (a savepoint of the caller's). Only
         appends queue, so only the first can meet another writer's change (and is
-        rebased onto it); the rest follow what landed before them."""
+        rebased onto it); the rest follow what it landed, as one series of revisions."""
         last = Turn(len(snap.data), snap.author, snap.act, snap.writer)
-        base_rev, start, over = snap.landing_base, snap.base_size, None
-        as_made = True  # every revision so far holds the snapshot's bytes as they were
+        turns: list[Turn] = []
+        for turn in (*snap.turns, last):
+            if turn.end > (turns[-1].end if turns else snap.base_size):
+                turns.append(turn)  # (not a writer that handed over before it wrote)
+        if not turns:
+            turns.append(last)
+        first = turns[0]
         # One content grown by each turn's bytes, and its hash from the one before:
         # building and hashing each whole content again cost a queue of turns the
-        # square of the file's length. (The store keeps no reference to what it wrote.)
-        content = bytearray(snap.data[: snap.base_size])
+        # square of the file's length.
+        content = bytearray(snap.data[: first.end])
         hashed = hashlib.sha256(content)
+        alone = first is last
         with self.store.batch():
-            for turn in (*snap.turns, last):
-                if turn.end <= start and turn is not last:
-                    continue  # (a writer that handed over before it wrote)
+            with self.store.acting(first.act):
+                landing = land(
+                    self.store, snap.path, content, base_rev=snap.landing_base,
+                    shape=Shape.APPEND, base_size=snap.base_size, author=first.author,
+                    before_write=self._journal_landing(snap.ident, first.end),
+                    mtime_ns=snap.mtime_ns if alone else None,
+                    written_ns=snap.written_ns if alone else None,
+                    sha256=hashed.hexdigest(),
+                )  # fmt: skip
+            if len(turns) == 1:
+                return landing
+            if landing.outcome != "written":
+                made = landing.content
+                if made is None:
+                    made = self.store.read_revision(snap.path, landing.entry.rev)
+                content = bytearray(made)
+                hashed = hashlib.sha256(content)
+            steps = []
+            start = first.end
+            for turn in turns[1:]:
                 added = snap.data[start : turn.end]
-                base_size = len(content)
                 content += added
                 hashed.update(added)
-                with self.store.acting(turn.act):
-                    landing = land(
-                        self.store, snap.path, content, base_rev=base_rev, shape=Shape.APPEND,
-                        base_size=base_size, author=turn.author,
-                        before_write=self._journal_landing(snap.ident, turn.end),
-                        mtime_ns=snap.mtime_ns if turn is last else None,
-                        written_ns=snap.written_ns if turn is last else None,
-                        sha256=hashed.hexdigest(),
-                    )  # fmt: skip
-                if landing.outcome != "written":
-                    as_made = False
-                    over = landing.over if over is None else over
-                    made = landing.content
-                    if made is None:
-                        made = self.store.read_revision(snap.path, landing.entry.rev)
-                    content = bytearray(made)
-                    hashed = hashlib.sha256(content)
-                base_rev, start = landing.entry.rev, turn.end
-        if as_made:
-            return landing
-        return Landing(landing.entry, "rebased", None, over, bytes(content))
+                steps.append(Step(len(content), hashed.hexdigest(), turn.author, turn.act))
+                start = turn.end
+            # The rest land as made, on what the first landed: the last with its time.
+            mtime_ns = snap.written_ns if snap.mtime_ns is None else snap.mtime_ns
+            self._journal_landing(snap.ident, last.end)(
+                snap.path, landing.entry.rev, steps[-1].sha256
+            )
+            entry = self.store.write_series(
+                snap.path, content, steps, expected_rev=landing.entry.rev, mtime_ns=mtime_ns
+            )
+        if landing.outcome == "written":
+            return Landing(entry, "written", None, None, None)
+        return Landing(entry, "rebased", None, landing.over, bytes(content))
 
     def _own(self, snap: Snapshot, run: Callable[[Callable[[], Entry]], Entry]) -> None:
         """Record the owner of a file another user made through --allow-other: the entry
