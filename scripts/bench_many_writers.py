@@ -1,6 +1,7 @@
 """Acknowledged appends per second, 1, 2 and 4 writers across two mounts of one store.
 
     .venv/bin/python scripts/bench_many_writers.py [--seconds 5] [--runs 3] [--url postgresql://...]
+        [--sqlite-only | --postgres-only] [--no-savers]
 
 Each writer is a process appending one unique line at a time to one shared file the way
 ``echo line >> f`` does (open with O_APPEND, write, close), as fast as it can, for
@@ -219,13 +220,17 @@ def main() -> int:
     parser.add_argument("--url", help="a PostgreSQL store URL (default: a throwaway cluster)")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sqlite-only", action="store_true")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--sqlite-only", action="store_true")
+    only.add_argument("--postgres-only", action="store_true")
     parser.add_argument(
         "--no-savers", action="store_true", help="only the appenders' rows (more runs cheaper)"
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="memfs-many-db-") as tmp:
-        bench(f"sqlite://{tmp}/m.db", args.seconds, args.runs, "sqlite", savers=not args.no_savers)
+    if not args.postgres_only:
+        with tempfile.TemporaryDirectory(prefix="memfs-many-db-") as tmp:
+            url = f"sqlite://{tmp}/m.db"
+            bench(url, args.seconds, args.runs, "sqlite", savers=not args.no_savers)
     if args.sqlite_only:
         return 0
     cluster = None

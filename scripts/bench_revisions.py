@@ -14,15 +14,17 @@ that layout (``scripts/bench_many_writers.py``). Rows, in one store:
 * ``small`` (the baseline): the same revisions of a file that stays 64 bytes, what a
   revision would cost if it stored only what the append added.
 
-Each alone (one transaction a revision) and ten to a batch (one transaction, as a
-queue of turns landed together would), with the daemon's deferred maintenance (the
-search index off the write path). Prints microseconds a revision, medians of 3 passes,
+Each alone (one transaction a revision), ten to a batch (one transaction, a write
+each), and, for the growing file, ten to a series (``Store.write_series``, as a mount
+lands a queue of turns), with the daemon's deferred maintenance (the search index off
+the write path). Prints microseconds a revision, medians of 3 passes,
 and growing/small.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import sys
 import tempfile
@@ -33,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memfs.store import open_store
-from memfs.store.base import Act, Store
+from memfs.store.base import Act, Step, Store
 
 
 def revisions(
@@ -55,6 +57,27 @@ def revisions(
     return (time.perf_counter() - start) / done * 1e6
 
 
+def series(store: Store, path: str, n: int, per: int) -> float:
+    """Microseconds a revision for ``n`` appended lines landed ``per`` a
+    :meth:`Store.write_series` (a mount's queue of turns), two writers in turn."""
+    content, entry = store.read(path)
+    data, rev = bytearray(content), entry.rev
+    hashed = hashlib.sha256(data)
+    start = time.perf_counter()
+    done = 0
+    while done < n:
+        steps = []
+        for _ in range(per):
+            line = f"w{done % 2}-{done}\n".encode()
+            data += line
+            hashed.update(line)
+            writer = f"writer {done % 2}"
+            steps.append(Step(len(data), hashed.hexdigest(), writer, Act(writer)))
+            done += 1
+        rev = store.write_series(path, data, steps, expected_rev=rev).rev
+    return (time.perf_counter() - start) / done * 1e6
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=5000)
@@ -70,7 +93,7 @@ def main() -> int:
                 "growing": lambda data, i: data + f"w{i % 2}-{args.lines + i}\n".encode(),
                 "small": lambda data, i: f"{i:063d}\n".encode(),
             }
-            print(f"{'revision of':<12}{'alone us':>10}{'10 a batch us':>15}")
+            print(f"{'revision of':<12}{'alone us':>10}{'10 a batch us':>15}{'10 a series us':>16}")
             figures: dict[str, list[float]] = {}
             for name, grow in rows.items():
                 path = f"{name}.md"
@@ -82,8 +105,17 @@ def main() -> int:
                     revisions(store, path, grow, args.revisions, 10) for _ in range(3)
                 )
                 figures[name] = [alone, batched]
+                in_series = "-"  # (only appends make a series)
+                if name == "growing":
+                    cost = statistics.median(
+                        series(store, path, args.revisions, 10) for _ in range(3)
+                    )
+                    in_series = f"{cost:.0f}"
                 size = store.stat(path).size
-                print(f"{name:<12}{alone:>10.0f}{batched:>15.0f}   ({size:,} bytes at the end)")
+                print(
+                    f"{name:<12}{alone:>10.0f}{batched:>15.0f}{in_series:>16}"
+                    f"   ({size:,} bytes at the end)"
+                )
             g, s = figures["growing"], figures["small"]
             print(f"{'growing/small':<12}{g[0] / s[0]:>9.2f}x{g[1] / s[1]:>14.2f}x")
         finally:
