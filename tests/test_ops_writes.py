@@ -338,6 +338,70 @@ def test_a_whole_rewrite_lands_on_what_changed_since_its_base(
     assert other.read_revision("plan.md", replaced.rev) == theirs
 
 
+def test_after_a_save_merged_with_another_writers_change_the_kernel_drops_its_pages(
+    kernel: MakeKernel, programs: Program, backend: str | None
+) -> None:
+    """The kernel's pages of a saved file hold what its writer wrote. When the save
+    lands merged with another writer's change, the next open must drop them: kept,
+    they served the editor its own save again as the merged revision, and its next
+    save, built on that, undid the other writer's lines (two savers on two mounts,
+    thousands of lines; the bench_many_writers savers' row)."""
+    k = kernel(backend, start=False)
+    other = k.other()
+    first = other.write("notes.md", b"one\n", author="someone")
+    k.pid = programs("vim")
+    fh = k.ops.open_file("/notes.md", os.O_RDONLY).fh  # vim reads it
+    assert k.ops.read("/notes.md", 4096, 0, fh) == b"one\n"
+    k.ops.release("/notes.md", fh)
+    other.write("notes.md", b"one\ntheirs\n", author="ann (ed)", expected_rev=first.rev)
+    fh = k.ops.open_file("/notes.md", os.O_WRONLY | os.O_TRUNC).fh  # and saves it whole
+    k.ops.write("/notes.md", b"one\nmine\n", 0, fh, os.O_WRONLY)
+    k.ops.fsync("/notes.md", 0, fh)
+    k.ops.release("/notes.md", fh)
+    merged, entry = other.read("notes.md")
+    assert sorted(merged.splitlines()) == [b"mine", b"one", b"theirs"]
+    again = k.ops.open_file("/notes.md", os.O_RDONLY)
+    assert not again.keep_cache  # the pages hold "one\nmine\n", not the merge
+    assert k.ops.read("/notes.md", 4096, 0, again.fh) == merged
+    k.ops.release("/notes.md", again.fh)
+    # A save landed as written: its pages are the revision, and stay.
+    fh = k.ops.open_file("/notes.md", os.O_WRONLY | os.O_TRUNC).fh
+    k.ops.write("/notes.md", merged + b"more\n", 0, fh, os.O_WRONLY)
+    k.ops.fsync("/notes.md", 0, fh)
+    k.ops.release("/notes.md", fh)
+    assert other.read("notes.md")[0] == merged + b"more\n"
+    assert k.ops.open_file("/notes.md", os.O_RDONLY).keep_cache
+    assert entry.rev < other.stat("notes.md").rev
+
+
+def test_a_save_after_ones_own_merged_save_merges_against_what_one_wrote(
+    kernel: MakeKernel, programs: Program, backend: str | None
+) -> None:
+    """vim saves, the save lands merged with another writer's line, and vim saves
+    again from what it holds (its own first save) without reading the file anew: the
+    second save merges against that. Against the revision vim read first, its own
+    first line counted as added on both sides and came twice (two savers on two mounts
+    doubled thousands of lines); against the merged revision, the other writer's line
+    would go."""
+    k = kernel(backend, start=False)
+    other = k.other()
+    first = other.write("notes.md", b"one\n", author="someone")
+    k.pid = programs("vim")
+    fh = k.ops.open_file("/notes.md", os.O_RDONLY).fh
+    assert k.ops.read("/notes.md", 4096, 0, fh) == b"one\n"
+    k.ops.release("/notes.md", fh)
+    for content, theirs in ((b"one\nmine\n", True), (b"one\nmine\nmore\n", False)):
+        fh = k.ops.open_file("/notes.md", os.O_WRONLY | os.O_TRUNC).fh
+        k.ops.write("/notes.md", content, 0, fh, os.O_WRONLY)
+        if theirs:
+            other.write("notes.md", b"one\ntheirs\n", author="ann (ed)", expected_rev=first.rev)
+        k.ops.fsync("/notes.md", 0, fh)
+        k.ops.release("/notes.md", fh)
+    lines = other.read("notes.md")[0].splitlines()
+    assert sorted(lines) == [b"mine", b"more", b"one", b"theirs"]
+    assert k.ops.writes.health.conflicts == ()
+
+
 def test_edits_of_one_line_are_kept_as_a_conflict_copy_named_in_the_health(
     kernel: MakeKernel, programs: Program, backend: str | None
 ) -> None:

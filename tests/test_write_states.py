@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from memfs.errors import Conflict, IllegalTransition, MemfsError, NotFound, StoreUnavailable
 from memfs.mount import journal as jr
-from memfs.mount.buffer import LEND_AT, PAGE, SPLIT_GRACE, Buffer, State, Tally
+from memfs.mount.buffer import LEND_AT, PAGE, SAVE_GRACE, SPLIT_GRACE, Buffer, State, Tally
 from memfs.mount.bursts import Writer
 from memfs.mount.writes import PendingWrites
 from memfs.store import open_store
@@ -259,6 +259,25 @@ def test_a_write_ending_on_a_page_boundary_is_not_committed_at_once() -> None:
     b.write(PAGE, b"0-315\n")  # the rest came: nothing holds it back
     b.hurry(1.0)
     assert b.due_in(1.0, time.monotonic()) <= 0
+
+
+def test_a_save_just_begun_waits_for_its_content_even_when_hurried() -> None:
+    """A whole save begins with a truncate to nothing: landed before its content came
+    (another mount's change hurried it), it was an empty file that, merged with that
+    change, deleted everything the other writer had kept."""
+    b = dirty()
+    b.truncate(0)  # open(O_TRUNC): the save begins
+    b.hurry(0.1)  # another mount changed the file
+    now = time.monotonic()
+    assert SPLIT_GRACE < b.due_in(0.1, now) <= SAVE_GRACE
+    assert b.due_in(0.1, now + SAVE_GRACE) <= 0  # an empty file was meant after all
+    b.write(0, b"the saved content\n")  # its content came: nothing holds it back
+    b.hurry(0.1)
+    assert b.due_in(0.1, time.monotonic()) <= 0
+    new = buffer(created=True)
+    new.truncate(0)  # a file made here has nothing to lose: no wait
+    new.hurry(0.1)
+    assert new.due_in(0.1, time.monotonic()) <= 0
 
 
 def test_the_tally_is_the_sum_over_the_buffers() -> None:

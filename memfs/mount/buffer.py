@@ -97,6 +97,13 @@ LIVE = (State.CLEAN, State.DIRTY, State.COMMITTING, State.FAILED)
 # write) commit at once as before.
 SPLIT_GRACE = 0.02
 PAGE = 4096
+# A save of the whole file begins with a truncate to nothing (O_TRUNC) and its content
+# follows in the writer's next write(2). Landed in between, the save is an empty file:
+# merged with another writer's change meanwhile, it deleted all they had kept (two
+# savers on two mounts: each other's change seen on the feed hurried the other's
+# half-made save). So the committer leaves a file just emptied this long for its
+# content; a write, an fsync, a close that commits, or a namespace step end the wait.
+SAVE_GRACE = 1.0
 
 # A snapshot of a buffer this large shares its bytes instead of copying them: the
 # buffer copies them only if a write arrives before the landing ends (rare), so a large
@@ -227,6 +234,8 @@ class Snapshot:
     written_ns: int | None = None
     # Turns queued before the last writer's bytes (each lands first, as its own revision).
     turns: tuple[Turn, ...] = ()
+    # What the change was built on when that is no stored revision (Buffer.read_view).
+    read_view: bytes | None = None
 
     @property
     def program(self) -> str:
@@ -247,7 +256,8 @@ class Buffer:
     truncate touched; everything below it is still the base's bytes. Together they give
     the change's :attr:`shape`, which decides how it lands on a moved base.
     ``read_rev``: for a whole save, the revision its writer read before (older than
-    ``base_rev`` when another writer committed since): the base it merges against.
+    ``base_rev`` when another writer committed since): the base it merges against, or
+    ``read_view`` is, when set: what its writer held instead (memfs.mount.reads).
 
     Read its fields freely; change them only through its methods (the moves).
     """
@@ -277,6 +287,7 @@ class Buffer:
         "mtime_ns",
         "path",
         "read_rev",
+        "read_view",
         "set_mtime_ns",
         "turns",
         "uid",
@@ -303,6 +314,7 @@ class Buffer:
         writer: Writer | None = None,
         act: Act | None = None,
         read_rev: int | None = None,
+        read_view: bytes | None = None,
         dirty: bool = True,
         turns: tuple[Turn, ...] = (),
     ) -> None:
@@ -323,6 +335,7 @@ class Buffer:
         self.uid = uid
         self.gid = gid
         self.read_rev = read_rev
+        self.read_view = read_view if read_rev is not None else None
         self.last_write = time.monotonic()
         self.mtime_ns = time.time_ns()
         # An mtime set by utimens after the last write (None: the commit's own time).
@@ -485,7 +498,8 @@ class Buffer:
         """Cut or extend to ``size``; to nothing, the change becomes a whole save."""
         self._expect("be truncated", State.CLEAN, State.DIRTY, State.COMMITTING)
         self._changed(size)
-        self._split_until = 0.0
+        emptied = size == 0 and not self.created and (len(self.data) > 0 or self.base_size > 0)
+        self._split_until = self.last_write + SAVE_GRACE if emptied else 0.0
         self._own()
         old = len(self.data)
         if size < old:
@@ -565,6 +579,7 @@ class Buffer:
             mtime_ns=self.set_mtime_ns,
             written_ns=self.mtime_ns,
             turns=self._snap_turns,
+            read_view=self.read_view,
         )
 
     def landed(
@@ -600,7 +615,7 @@ class Buffer:
         self.ident = ident
         self.created = False
         self.whole = False
-        self.read_rev = None
+        self.read_rev = self.read_view = None
         self.base_rev = entry.rev
         self.base_size = base_size
         # Only changes past the snapshot were let in (takes_while_committing): an append.

@@ -110,7 +110,9 @@ class Handles:
             # Handles that follow the file (0) read what a new open reads.
             others = {self._pins[o].rev for o in self._by_path.get(path, ())} - {0, rev}
             direct = bool(others) and rev != 0
-            keep = direct or self._cached.get(path, rev) == rev
+            # Pages of a revision this table does not know (forgotten, or bytes written
+            # here that landed otherwise than written) are dropped.
+            keep = direct or self._cached.get(path) == rev
             if not direct:
                 self._cache_of(path, rev)
             self._paths[fh] = path
@@ -138,15 +140,22 @@ class Handles:
             self._cached.clear()  # forgetting costs one dropped page cache per file
         self._cached[path] = rev
 
-    def repin(self, path: str, old: int, new: int) -> None:
+    def repin(self, path: str, old: int, new: int, *, as_written: bool) -> None:
         """This mount committed revision ``new`` of ``path`` over ``old`` in place: the
-        handles that read ``old`` read ``new`` now."""
+        handles that read ``old`` read ``new`` now. ``as_written``: ``new`` holds the
+        bytes written here (what the kernel's pages hold); else (merged with another
+        writer's change, rebased) those pages are not ``new``'s, and the next open
+        drops them. Taking them for ``new``'s served an editor its own save again
+        after it merged, and its next save, built on that but based on the merge,
+        undid the other writer's lines (two savers on two mounts lost thousands)."""
         with self._lock:
             for fh in self._by_path.get(path, ()):
                 pin = self._pins[fh]
                 if pin.rev == old and old != 0:
                     self._pins[fh] = Pin(new, pin.direct)
-            if self._cached.get(path) == old:
+            if not as_written:
+                self._cached.pop(path, None)
+            elif self._cached.get(path) == old:
                 self._cached[path] = new
 
     def follow(self, path: str) -> None:

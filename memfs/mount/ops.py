@@ -41,7 +41,7 @@ from memfs.mount.opkit import attrs_of, errno_of, op, pending_attrs, rel
 from memfs.mount.options import MountOptions
 from memfs.mount.purge import Purged
 from memfs.mount.readcache import ReadCache
-from memfs.mount.reads import ReadRevisions
+from memfs.mount.reads import Read, ReadRevisions
 from memfs.mount.writes import PendingWrites, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
@@ -472,7 +472,7 @@ class MemfsOperations(NamespaceOps):
         if flags & os.O_TRUNC:
             if self.writes.get(p) is None:
                 self._cache.forget(p)
-            self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.base(who, p))
+            self.writes.truncate(p, 0, who, read_rev=lambda: self._reads.read_of(who, p))
         reading = flags & os.O_ACCMODE != os.O_WRONLY and not flags & os.O_TRUNC
         # What it reads must be a stored revision for the read to be a save's base.
         known = not reading or self.writes.settle_for_reading(p, who)
@@ -645,7 +645,7 @@ class MemfsOperations(NamespaceOps):
         self.writes.truncate(p, length, who, read_rev=lambda: self._read_rev(who, p, fh, length))
         return 0
 
-    def _read_rev(self, who: Writer, p: str, fh: int | None, length: int) -> int | None:
+    def _read_rev(self, who: Writer, p: str, fh: int | None, length: int) -> Read | None:
         """The revision a truncation to nothing (a save of the whole file beginning) was
         read from: what its handle opened (an O_TRUNC open truncates in open_file, so a
         handle here was opened without it); else, for truncate(2) by name, what its
@@ -654,8 +654,8 @@ class MemfsOperations(NamespaceOps):
             return None
         pin = self._handles.pin(fh)
         if pin is not None and pin.rev:
-            return pin.rev
-        return self._reads.base(who, p)
+            return Read(pin.rev)
+        return self._reads.read_of(who, p)
 
     @op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
@@ -694,10 +694,15 @@ class MemfsOperations(NamespaceOps):
         """A buffer's snapshot landed as ``entry``: its changes were in place, so the
         handles that read its base read the result; and its writer has read what it
         saved when that is what landed (``seen``). A merge with another writer's change
-        is not what it read: its next save still merges against what it did read."""
-        self._handles.repin(snap.path, snap.base_rev, entry.rev)
-        if snap.writer is not None and seen:
+        is not what it read: it holds what it wrote, and its next save merges against
+        that (memfs.mount.reads)."""
+        self._handles.repin(snap.path, snap.base_rev, entry.rev, as_written=seen)
+        if snap.writer is None:
+            return
+        if seen:
             self._reads.read(snap.writer, snap.path, entry.rev)
+        elif snap.landing_base > 0:
+            self._reads.saw(snap.writer, snap.path, snap.landing_base, snap.data)
 
     def _saved(self, path: str, entry: Entry, data: bytes | bytearray) -> None:
         """A commit stored ``data`` as it was written: later reads need not fetch it."""

@@ -89,6 +89,7 @@ from memfs.mount.health import Health, HealthBoard
 from memfs.mount.mountlock import MountLock
 from memfs.mount.opkit import errno_of
 from memfs.mount.purge import Purged, purge
+from memfs.mount.reads import Read
 from memfs.mount.recovery import Saved, forget_copy, keep_copy
 from memfs.mount.replay import adopt_orphans
 from memfs.paths import MAX_SEGMENT_BYTES, fits, parent_of, parse_rel
@@ -121,7 +122,7 @@ class CommitHook(Protocol):
 
 
 # The revision a whole save's writer read: known, unknown (None), or to be asked.
-ReadRev = int | None | Callable[[], int | None]
+ReadRev = int | Read | None | Callable[[], int | Read | None]
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 # A journal this much larger than what is pending is rewritten from the buffers.
@@ -683,8 +684,8 @@ class PendingWrites:
             buf.take_over(who, self._act_for(who))
             return buf
         author = who.actor
-        if callable(read_rev):
-            read_rev = read_rev()
+        given = read_rev() if callable(read_rev) else read_rev
+        read = Read(given) if isinstance(given, int) else given
         if whole:
             entry = self.store.stat(path)
             if not entry.is_file:
@@ -708,7 +709,8 @@ class PendingWrites:
             writer=who,
             act=self._act_for(who),
             dirty=False,
-            read_rev=read_rev if whole and read_rev != entry.rev else None,
+            read_rev=read.rev if whole and read and (read.rev != entry.rev or read.view) else None,
+            read_view=read.view if read else None,
         )
         # A whole save's journal record needs no base content, only the revision it
         # lands against.
@@ -916,6 +918,7 @@ class PendingWrites:
             before_write=self._journal_landing(snap.ident, len(snap.data)),
             mtime_ns=snap.mtime_ns,
             written_ns=snap.written_ns,
+            base=snap.read_view,
         )
 
     def _landing_turns(self, snap: Snapshot) -> Landing:
