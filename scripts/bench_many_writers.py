@@ -18,8 +18,9 @@ The last row is whole-file saves: two writers on two mounts each read the shared
 add their line at the end and write the whole file back (``open(f, "w")``: a truncate
 and a write, as every editor and agent tool saves), as fast as they can. Each save
 lands against the revision its writer read and merges with what the other saved
-meanwhile: ``lost`` counts acknowledged lines missing (must be 0), ``conflicts`` the
-copies made, and the rate is saves/s against the single appender's appends/s.
+meanwhile: ``lost`` counts acknowledged lines missing and ``dup`` lines doubled (both
+must be 0), ``conflicts`` the copies made, and the rate is saves/s against the single
+appender's appends/s.
 """
 
 from __future__ import annotations
@@ -187,32 +188,33 @@ def bench(url: str, seconds: float, runs: int, label: str, *, savers: bool = Tru
             base = None
             for layout, per_mount in LAYOUTS.items():
                 results = [one_run(url, a, b, per_mount, seconds, r) for r in range(runs)]
-                if runs > 3:
-                    rates = sorted(round(r["rate"]) for r in results)
-                    print(f"{label:<10} {layout:<20} runs: {rates}", flush=True)
-                rate = statistics.median(r["rate"] for r in results)
-                base = base or rate
-                lost = sum(int(r["lost"]) for r in results)
-                dup = sum(int(r["dup"]) for r in results)
-                copies = sum(int(r["copies"]) for r in results)
-                ordered = all(r["ordered"] for r in results)
-                print(
-                    f"{label:<10} {layout:<20} {rate:8.0f} appends/s  x{rate / base:4.2f}"
-                    f"  lost={lost} dup={dup} conflicts={copies}"
-                    f"{'' if ordered else '  OUT OF ORDER'}",
-                    flush=True,
-                )
-            if not savers:
-                return
-            results = [one_run(url, a, b, (1, 1), seconds, r, SAVER) for r in range(runs)]
-            rate = statistics.median(r["rate"] for r in results)
-            lost = sum(int(r["lost"]) for r in results)
-            copies = sum(int(r["copies"]) for r in results)
-            print(
-                f"{label:<10} {SAVES:<20} {rate:8.0f} saves/s    x{rate / (base or rate):4.2f}"
-                f"  lost={lost} conflicts={copies}",
-                flush=True,
-            )
+                base = _report(label, layout, "appends/s", results, base)
+            if savers:
+                results = [one_run(url, a, b, (1, 1), seconds, r, SAVER) for r in range(runs)]
+                _report(label, SAVES, "saves/s  ", results, base)
+
+
+def _report(
+    label: str, row: str, unit: str, results: list[dict[str, float]], base: float | None
+) -> float:
+    """Print one row (its rate against ``base``, the first row's; what was lost, doubled
+    or copied aside) and return the base for the rows after it."""
+    if len(results) > 3:
+        rates = sorted(round(r["rate"]) for r in results)
+        print(f"{label:<10} {row:<20} runs: {rates}", flush=True)
+    rate = statistics.median(r["rate"] for r in results)
+    base = base or rate
+    lost = sum(int(r["lost"]) for r in results)
+    dup = sum(int(r["dup"]) for r in results)
+    copies = sum(int(r["copies"]) for r in results)
+    ordered = all(r["ordered"] for r in results)
+    print(
+        f"{label:<10} {row:<20} {rate:8.0f} {unit}  x{rate / base:4.2f}"
+        f"  lost={lost} dup={dup} conflicts={copies}"
+        f"{'' if ordered else '  OUT OF ORDER'}",
+        flush=True,
+    )
+    return base
 
 
 def main() -> int:
