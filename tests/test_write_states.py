@@ -59,6 +59,12 @@ class Flaky:
         self.gated = ""
         self.held = threading.Event()  # a write is waiting at the gate
         self.series_failing = False  # only a queue's later turns fail (after the first)
+        self.unreadable: set[int] = set()  # revisions whose reads fail
+
+    def read_revision(self, path: str, rev: int) -> bytes:
+        if rev in self.unreadable:
+            raise StoreUnavailable("the store is away (injected)")
+        return self.inner.read_revision(path, rev)
 
     def write(self, path: str, data: bytes, **kwargs: Any) -> Entry:
         if self.failing:
@@ -1000,6 +1006,65 @@ def test_queued_turns_stay_apart_through_a_failed_landing_and_a_rebase(
     writes.check_tally()
     assert writes.close().unsaved == ()
     flaky.inner.close()
+
+
+def ends(fn: Callable[[], object]) -> bool:
+    """Whether ``fn``, run in a thread, returns within the deadline (a buffer left
+    landing for ever makes the next commit of its file wait for ever)."""
+    done = threading.Thread(target=fn, daemon=True)
+    done.start()
+    done.join(DEADLINE_S)
+    return not done.is_alive()
+
+
+def test_writes_during_a_landing_whose_result_cannot_be_read_land_after_it(
+    held: tuple[PendingWrites, Flaky],
+) -> None:
+    """A landing ends in a conflict (theirs stays, ours becomes a copy) while the writer
+    appended past it, and the store then fails the read of what stayed: the buffer does
+    not stay landing (its writers would wait for ever); the appends land after theirs."""
+    writes, flaky = held
+    flaky.inner.write("slow.md", b"one\ntwo\n", author="someone")
+    writes.write("slow.md", b"ONE", 0, ONE)  # an edit of the first line
+    fsync = landing_held(writes, flaky, "slow.md")
+    theirs = flaky.inner.write("slow.md", b"uno\ntwo\n", author="someone")  # the same line
+    writes.write("slow.md", b"three\n", 8, ONE)  # past the landing's snapshot
+    flaky.unreadable = {theirs.rev}
+    let_go(flaky, fsync)
+    flaky.unreadable = set()
+    assert ends(lambda: writes.commit("slow.md")), "the buffer was left landing"
+    assert flaky.inner.read("slow.md")[0] == b"uno\ntwo\nthree\n"
+    (copy,) = [e.path for e in flaky.inner.listdir("") if is_conflict_copy(e.path)]
+    assert flaky.inner.read(copy)[0] == b"ONE\ntwo\n"
+    assert writes.errors >= 1  # said, not swallowed
+    writes.check_tally()
+
+
+def test_a_failure_after_the_store_took_a_landing_leaves_the_file_writable(
+    tmp_path: Path,
+) -> None:
+    """The mount's own bookkeeping after a landing (here its hook) fails once: the
+    landing stands, is reported, and the file's next writes land."""
+    store = open_store(f"sqlite://{tmp_path / 'memory.db'}")
+    store.write("log.md", b"", author="someone")
+    failures = [RuntimeError("a hook failed (injected)")]
+
+    def committed(*_args: object) -> None:
+        if failures:
+            raise failures.pop()
+
+    writes = PendingWrites(store, direct, journal_dir=tmp_path / "j", on_committed=committed)
+    try:
+        writes.write("log.md", b"one\n", 0, ONE, append=True)
+        writes.commit("log.md")
+        writes.write("log.md", b"two\n", 0, ONE, append=True)
+        assert ends(lambda: writes.commit("log.md")), "the buffer was left landing"
+        assert store.read("log.md")[0] == b"one\ntwo\n"
+        assert writes.errors == 1
+        writes.check_tally()
+    finally:
+        writes.close()
+        store.close()
 
 
 def test_a_queue_that_fails_after_its_first_turn_landed_keeps_every_turn(

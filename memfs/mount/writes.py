@@ -997,17 +997,32 @@ class PendingWrites:
 
     def _landed(self, buf: Buffer, snap: Snapshot, landing: Landing, content: bytes | None) -> None:
         entry = landing.entry
-        self._board.landed(snap.path, snap.author, landing, self._on_stale)
-        self._on_committed(snap, entry, landing.outcome == "written")
-        if landing.outcome == "written":
-            self._on_saved(snap.path, entry, snap.data)
-        self._caps.counted(snap)  # the store counts this file now
+        try:
+            self._board.landed(snap.path, snap.author, landing, self._on_stale)
+            self._on_committed(snap, entry, landing.outcome == "written")
+            if landing.outcome == "written":
+                self._on_saved(snap.path, entry, snap.data)
+            self._caps.counted(snap)  # the store counts this file now
+        except Exception:
+            # What the mount shows of the landing (pins, caches, counts) is behind; the
+            # buffer's own move must still happen: left COMMITTING, every writer of the
+            # file would wait for it for ever.
+            self._board.count_error()
+            log.exception("memfs: after %s landed, updating the mount's view failed", snap.path)
         was_failing = buf.failure is not None
         if content is None and landing.outcome != "written" and buf.changed_since_snapshot():
             # Writes came after the check outside the lock: one read, under it.
             content = landing.content
             if content is None:
-                content, entry = self._landed_content(snap.path, entry)
+                try:
+                    content, entry = self._landed_content(snap.path, entry)
+                except Exception:
+                    # The writes since are appends past the snapshot: left built on the
+                    # snapshot's own base, they land after whatever is there by then
+                    # (an append's rebase), and the snapshot is not landed twice.
+                    self._board.count_error()
+                    log.exception("memfs: could not read what landed at %s", snap.path)
+                    entry = dataclasses.replace(entry, rev=snap.landing_base)
         if buf.landed(snap, entry, ident=next(self._ids), content=content):
             self._forget(buf)
         else:
