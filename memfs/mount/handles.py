@@ -69,6 +69,9 @@ class Pin:
 
     rev: int
     direct: bool = False
+    # Its revision's size, when the open knew it (a stored revision read through the
+    # page cache): the size the kernel is shown while this handle reads (see shown).
+    size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,9 @@ class Handles:
         # The revision whose pages the kernel may cache for a path, as last read through
         # a handle that uses the cache.
         self._cached: dict[str, int] = {}
+        # Paths whose size was shown as an open handle's revision's instead of the
+        # file's (see shown): the kernel must forget it when the last one closes.
+        self._owed: set[str] = set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -101,22 +107,25 @@ class Handles:
         """A handle on ``path`` reading revision ``rev`` (0: the file as it goes)."""
         return self.open(path, rev).fh
 
-    def open(self, path: str, rev: int) -> Opened:
+    def open(self, path: str, rev: int, *, direct: bool = False, size: int | None = None) -> Opened:
         """A handle on ``path`` pinning revision ``rev``, and how the kernel is to treat
         its pages: another open on the file reading another revision makes this one
-        direct (their pages stay theirs); pages cached of another revision are dropped."""
+        direct (their pages stay theirs), as ``direct`` does (the caller's reason:
+        memfs.mount.sizes); pages cached of another revision are dropped."""
         with self._lock:
             fh = next(self._ids)
             # Handles that follow the file (0) read what a new open reads.
             others = {self._pins[o].rev for o in self._by_path.get(path, ())} - {0, rev}
-            direct = bool(others) and rev != 0
+            shared = bool(others) and rev != 0
+            direct = (direct or shared) and rev != 0
             # Pages of a revision this table does not know (forgotten, or bytes written
-            # here that landed otherwise than written) are dropped.
-            keep = direct or self._cached.get(path) == rev
+            # here that landed otherwise than written) are dropped, unless other handles
+            # read them.
+            keep = shared or self._cached.get(path) == rev
             if not direct:
                 self._cache_of(path, rev)
             self._paths[fh] = path
-            self._pins[fh] = Pin(rev, direct)
+            self._pins[fh] = Pin(rev, direct, None if direct else size)
             self._by_path.setdefault(path, set()).add(fh)
             while len(self._paths) > MAX_HANDLES:
                 self._drop_path(next(iter(self._paths)))
@@ -175,6 +184,28 @@ class Handles:
             fhs.discard(fh)
             if not fhs:
                 del self._by_path[path]
+
+    def shown(self, path: str, rev: int) -> int | None:
+        """The size to give the kernel for ``path``, whose revision is ``rev`` now, when
+        handles reading through the page cache still read another revision: theirs
+        (None: the file's own). The kernel's pages of the file are theirs, and a size
+        of another revision would cut their reads short or pad them with zeros
+        (memfs.mount.sizes); the kernel is told the file's own when they close."""
+        with self._lock:
+            for fh in self._by_path.get(path, ()):
+                pin = self._pins[fh]
+                if pin.size is not None and pin.rev not in (0, rev) and not pin.direct:
+                    self._owed.add(path)
+                    return pin.size
+            return None
+
+    def owed(self, path: str) -> bool:
+        """Whether ``path``, whose last handle just closed, was shown another size."""
+        with self._lock:
+            if path in self._by_path or path not in self._owed:
+                return False
+            self._owed.discard(path)
+            return True
 
     def release(self, fh: int) -> str | None:
         """Free ``fh``; the path it was open on when no other handle is open on it

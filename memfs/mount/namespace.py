@@ -19,6 +19,7 @@ from memfs.mount.meta import MetaCache
 from memfs.mount.opkit import Pending, op, rel
 from memfs.mount.readcache import ReadCache
 from memfs.mount.reads import ReadRevisions
+from memfs.mount.sizes import KernelSizes
 from memfs.mount.writes import PendingWrites, check_new_name
 from memfs.store.base import Entry, Store
 from memfs.store.rebase import Landing, reconcile
@@ -44,6 +45,7 @@ class NamespaceOps:
     _known_dirs: set[str]
     _dirs_lock: Any
     _meta: MetaCache
+    _sizes: KernelSizes
     _counter: Any
 
     if TYPE_CHECKING:
@@ -232,6 +234,10 @@ class NamespaceOps:
                     merged = reconcile(self.store, dst, base_rev=read_rev, author=author)
 
             self._mutate(who, move, (src, dst), subtrees)
+            # The kernel moved its own attributes with the name; what it holds of dst is
+            # not known to be the revision the move made (memfs.mount.sizes).
+            self._sizes.forget((src, dst))
+            self._sizes.forget_under(subtrees)
             landed = self.store.settled().get(dst)
             if merged is not None:
                 self._merged_rename(dst, merged)

@@ -42,6 +42,7 @@ from memfs.mount.options import MountOptions
 from memfs.mount.purge import Purged
 from memfs.mount.readcache import ReadCache
 from memfs.mount.reads import Read, ReadRevisions
+from memfs.mount.sizes import KernelSizes
 from memfs.mount.writes import PendingWrites, fits_gate
 from memfs.paths import parent_of
 from memfs.store.base import Change, Entry, Store
@@ -101,6 +102,7 @@ class MemfsOperations(NamespaceOps):
         self._counter = self.options.callback_counter
         self._own = OwnChanges(store)
         self._meta = MetaCache()
+        self._sizes = KernelSizes()
         self._last_known: dict[str, Entry] = {}
         self._statfs: tuple[float, dict[str, int]] | None = None
         journal = self.options.journal_dir
@@ -256,6 +258,7 @@ class MemfsOperations(NamespaceOps):
         """What this mount's kernel holds of ``path`` is not what was committed: forget
         it here and have the kernel forget it (see StaleQueue)."""
         self._cache.forget(path)
+        self._sizes.forget((path,))
         self._meta.forget((path,), ())
         self._meta.bump()
         queue = self._stale_queue
@@ -324,6 +327,8 @@ class MemfsOperations(NamespaceOps):
         # Pending writes to these files were built on what the change replaced: land
         # them on it now, so what this mount shows is the result, not the older base.
         self.writes.commit_soon(list(paths))
+        self._sizes.forget(paths)
+        self._sizes.forget_under(subtrees)
         self._meta.bump()
         self._meta.forget(paths, subtrees)
         self._meta.bump()
@@ -364,6 +369,14 @@ class MemfsOperations(NamespaceOps):
             if touched is not None and touched > entry.mtime_ns:
                 # A file created or removed here is not in the store yet.
                 entry = dataclasses.replace(entry, mtime_ns=touched, ctime_ns=touched)
+        if buf is None and entry.is_file:
+            size = self._handles.shown(p, entry.rev)
+            if size is not None:
+                entry = dataclasses.replace(entry, size=size)
+            else:
+                self._sizes.told(p, entry.rev)
+        else:
+            self._sizes.forget((p,))
         return attrs_of(entry, buf, self._uid, self._gid)
 
     @op
@@ -493,7 +506,15 @@ class MemfsOperations(NamespaceOps):
             rev = entry.rev
         if reading and known:
             self._reads.read(who, p, rev)
-        return self._handles.open(p, rev)
+        # Read only, a stored revision whose size the kernel may not hold: past its page
+        # cache (memfs.mount.sizes). (Not for writers: their pages are the buffer's.)
+        direct = flags & os.O_ACCMODE == os.O_RDONLY and buf is None
+        return self._handles.open(
+            p,
+            rev,
+            direct=direct and not self._sizes.holds(p, rev),
+            size=None if buf is not None else entry.size,
+        )
 
     @op
     def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
@@ -528,10 +549,24 @@ class MemfsOperations(NamespaceOps):
                 self._handles.served(p, pin, entry.rev)
                 return reader.read(offset, size)
             data, known = self.store.read(p)
+            if pin is not None and pin.rev and known.rev != pin.rev:
+                # Moved on since the entry known here, which the handle pinned: it reads
+                # what it opened (its reader's save merges against that), not a mix.
+                with contextlib.suppress(errors.NotFound):
+                    return self._revision(p, pin, offset, size)
             # Kept for the reads that follow (a file's next requests, a handler's edit
             # that renames over the file it just read; see _keep_open_data).
             self._cache.put(p, known.rev, data)
         self._handles.served(p, pin, known.rev)
+        return data[offset : offset + size]
+
+    def _revision(self, p: str, pin: Pin, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` of the revision ``pin`` reads, read whole."""
+        data = self._cache.get_revision(p, pin.rev)
+        if data is None:
+            data = self.store.read_revision(p, pin.rev)
+            self._cache.put_revision(p, pin.rev, data)
+        self._handles.served(p, pin, pin.rev)
         return data[offset : offset + size]
 
     def _ranged(self, p: str, rev: int) -> RevisionReader:
@@ -618,6 +653,8 @@ class MemfsOperations(NamespaceOps):
         closed = self._handles.release(fh)
         if closed is not None:
             self._cache.close_readers(closed)
+            if self._handles.owed(closed):
+                self._stale(closed)  # the size shown was its readers' (Handles.shown)
         return 0
 
     @op
@@ -705,5 +742,7 @@ class MemfsOperations(NamespaceOps):
             self._reads.saw(snap.writer, snap.path, snap.landing_base, snap.data)
 
     def _saved(self, path: str, entry: Entry, data: bytes | bytearray) -> None:
-        """A commit stored ``data`` as it was written: later reads need not fetch it."""
+        """A commit stored ``data`` as it was written (the kernel's size is its size):
+        later reads need not fetch it."""
         self._cache.put(path, entry.rev, data)
+        self._sizes.told(path, entry.rev)
