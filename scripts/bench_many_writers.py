@@ -60,9 +60,14 @@ with open(ack, "w") as out:
         out.write(f"{tag}-{n}\\n")
 """
 
+# A saver reads the index and writes it back whole with its line added: in place
+# (open(f, "w")), or with "rename" (--rename-savers) as editors and atomic writers save,
+# to a temporary file beside it renamed over it.
 SAVER = """
 import os, sys, time
 path, tag, seconds, ack = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+rename = sys.argv[5:] == ["rename"]
+target = f"{path}.{tag}.tmp" if rename else path
 end = time.monotonic() + seconds
 n = 0
 with open(ack, "w") as out:
@@ -70,27 +75,10 @@ with open(ack, "w") as out:
         n += 1
         with open(path) as f:
             text = f.read()
-        with open(path, "w") as f:
+        with open(target, "w") as f:
             f.write(text + f"{tag}-{n}\\n")
-        out.write(f"{tag}-{n}\\n")
-"""
-
-# The same save made as editors and atomic writers make it: the whole file written to a
-# temporary file beside it, then renamed over it (--rename-savers).
-RENAME_SAVER = """
-import os, sys, time
-path, tag, seconds, ack = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-end = time.monotonic() + seconds
-tmp = f"{path}.{tag}.tmp"
-n = 0
-with open(ack, "w") as out:
-    while time.monotonic() < end:
-        n += 1
-        with open(path) as f:
-            text = f.read()
-        with open(tmp, "w") as f:
-            f.write(text + f"{tag}-{n}\\n")
-        os.replace(tmp, path)
+        if rename:
+            os.replace(target, path)
         out.write(f"{tag}-{n}\\n")
 """
 
@@ -139,11 +127,12 @@ def one_run(
     seconds: float,
     run: int,
     program: str = WRITER,
+    how: str = "",
 ) -> dict[str, float]:
     # A name of its own for each row and run: the savers' row once reused the two
     # appenders' file, 100,000 lines long, and measured saves of a 2 MB file (520
     # saves/s against 3,700-4,400 for the fresh file it means to measure).
-    kind = {SAVER: "save", RENAME_SAVER: "renamed"}.get(program, "log")
+    kind = "log" if program is WRITER else ("renamed" if how else "save")
     name = f"{kind}-{run}-{per_mount[0]}{per_mount[1]}.md"
     (a / name).write_text("")
     with open_store(url) as store:
@@ -172,6 +161,7 @@ def one_run(
                                 tag,
                                 str(seconds),
                                 str(Path(acks) / tag),
+                                *([how] if how else []),
                             ],
                         )
                     )
@@ -223,7 +213,7 @@ def bench(
                 _report(label, SAVES, "saves/s  ", results, base)
             if renames:
                 results = [
-                    one_run(url, a, b, (1, 1), seconds, r, RENAME_SAVER) for r in range(runs)
+                    one_run(url, a, b, (1, 1), seconds, r, SAVER, "rename") for r in range(runs)
                 ]
                 _report(label, RENAMES, "saves/s  ", results, base)
 
