@@ -258,17 +258,20 @@ def main() -> int:
         help="add a row of two savers saving through a temporary file and a rename",
     )
     args = parser.parse_args()
+
+    def run(url: str, label: str) -> None:
+        bench(
+            url,
+            args.seconds,
+            args.runs,
+            label,
+            savers=not args.no_savers,
+            renames=args.rename_savers,
+        )
+
     if not args.postgres_only:
         with tempfile.TemporaryDirectory(prefix="memfs-many-db-") as tmp:
-            url = f"sqlite://{tmp}/m.db"
-            bench(
-                url,
-                args.seconds,
-                args.runs,
-                "sqlite",
-                savers=not args.no_savers,
-                renames=args.rename_savers,
-            )
+            run(f"sqlite://{tmp}/m.db", "sqlite")
     if args.sqlite_only:
         return 0
     cluster = None
@@ -282,14 +285,7 @@ def main() -> int:
         cluster = PgCluster(bindir)
         url = cluster.url("bench-many-writers")
     try:
-        bench(
-            url,
-            args.seconds,
-            args.runs,
-            "postgresql",
-            savers=not args.no_savers,
-            renames=args.rename_savers,
-        )
+        run(url, "postgresql")
     finally:
         if cluster is not None:
             cluster.destroy()
