@@ -1010,20 +1010,22 @@ class PendingWrites:
             self._board.count_error()
             log.exception("memfs: after %s landed, updating the mount's view failed", snap.path)
         was_failing = buf.failure is not None
+        built_on = entry  # what the writes made meanwhile stay pending on
         if content is None and landing.outcome != "written" and buf.changed_since_snapshot():
             # Writes came after the check outside the lock: one read, under it.
             content = landing.content
             if content is None:
                 try:
-                    content, entry = self._landed_content(snap.path, entry)
+                    content, built_on = self._landed_content(snap.path, entry)
                 except Exception:
                     # The writes since are appends past the snapshot: left built on the
                     # snapshot's own base, they land after whatever is there by then
                     # (an append's rebase), and the snapshot is not landed twice.
                     self._board.count_error()
                     log.exception("memfs: could not read what landed at %s", snap.path)
-                    entry = dataclasses.replace(entry, rev=snap.landing_base)
-        if buf.landed(snap, entry, ident=next(self._ids), content=content):
+                    built_on = dataclasses.replace(entry, rev=snap.landing_base)
+                    self._on_stale(snap.path)  # the kernel holds what was written here
+        if buf.landed(snap, built_on, ident=next(self._ids), content=content):
             self._forget(buf)
         else:
             # Still pending, on the revision that landed: journaled anew as that, whole,
