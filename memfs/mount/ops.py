@@ -552,21 +552,13 @@ class MemfsOperations(NamespaceOps):
             if pin is not None and pin.rev and known.rev != pin.rev:
                 # Moved on since the entry known here, which the handle pinned: it reads
                 # what it opened (its reader's save merges against that), not a mix.
-                with contextlib.suppress(errors.NotFound):
-                    return self._revision(p, pin, offset, size)
+                pinned = self._pinned(p, pin, offset, size, moved=True)
+                if pinned is not None:
+                    return pinned
             # Kept for the reads that follow (a file's next requests, a handler's edit
             # that renames over the file it just read; see _keep_open_data).
             self._cache.put(p, known.rev, data)
         self._handles.served(p, pin, known.rev)
-        return data[offset : offset + size]
-
-    def _revision(self, p: str, pin: Pin, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` of the revision ``pin`` reads, read whole."""
-        data = self._cache.get_revision(p, pin.rev)
-        if data is None:
-            data = self.store.read_revision(p, pin.rev)
-            self._cache.put_revision(p, pin.rev, data)
-        self._handles.served(p, pin, pin.rev)
         return data[offset : offset + size]
 
     def _ranged(self, p: str, rev: int) -> RevisionReader:
@@ -574,18 +566,20 @@ class MemfsOperations(NamespaceOps):
         on the first read of it while the file is open here."""
         return self._cache.open_reader(p, rev, lambda: self.store.open_revision(p, rev))
 
-    def _pinned(self, p: str, pin: Pin, offset: int, size: int) -> bytes | None:
+    def _pinned(
+        self, p: str, pin: Pin, offset: int, size: int, *, moved: bool = False
+    ) -> bytes | None:
         """What an open handle reads of the revision it pins, when the file moved on
         since it was opened (another mount, host or door committed); None when that is
         what is there now, or when the revision is no longer kept (then the handle reads
-        what is there)."""
+        what is there). ``moved``: the store was just seen past the pin."""
         cached = self._cache.get_revision(p, pin.rev)
         if cached is not None:
             self._handles.served(p, pin, pin.rev)
             return cached[offset : offset + size]
         reader = self._cache.reader(p, pin.rev)
         if reader is None:
-            if self._stat(p).rev == pin.rev:
+            if not moved and self._stat(p).rev == pin.rev:
                 return None  # what is there: the ordinary path reads it
             try:
                 opened = self.store.open_revision(p, pin.rev)
